@@ -1,0 +1,1 @@
+"""Batches: submissions expanding into jobs that walk a staged pipeline."""

@@ -1,0 +1,11 @@
+"""App config: Batches: submissions expanding into jobs that walk a staged pipeline."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class BatchesConfig(AppConfig):
+    """Batches: submissions expanding into jobs that walk a staged pipeline."""
+
+    name = "batches"

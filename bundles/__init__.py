@@ -1,0 +1,1 @@
+"""Bundles: groups of coordinators managed as one."""

@@ -1,0 +1,1 @@
+"""Coordinator jobs and actions: definitions, EL, commands, launchers, SLA."""

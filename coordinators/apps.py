@@ -1,0 +1,11 @@
+"""App config: Coordinator jobs and actions: definitions, EL, commands, launchers, SLA."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class CoordinatorsConfig(AppConfig):
+    """Coordinator jobs and actions: definitions, EL, commands, launchers, SLA."""
+
+    name = "coordinators"

@@ -1,0 +1,1 @@
+"""Datasets: the pure time line, URI templates, availability checks and events."""

@@ -1,0 +1,19 @@
+#!/usr/bin/env python
+"""Django's command-line entry point for the scheduler service."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    """Run a Django management command with this project's settings."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
+
+
+if __name__ == "__main__":
+    main()

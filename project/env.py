@@ -1,0 +1,103 @@
+"""Typed readers for settings taken from the environment, and DATABASE_URL parsing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+
+class ConfigurationError(ValueError):
+    """A setting in the environment cannot be understood."""
+
+
+def env_str(name: str, default: str) -> str:
+    """Return the variable's value, or the default when unset or empty."""
+    value = os.environ.get(name, "")
+    return value if value != "" else default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Read a boolean: 1/true/yes/on or 0/false/no/off (any case)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a boolean (use true or false)")
+
+
+def env_int(name: str, default: int) -> int:
+    """Read an integer, refusing anything that is not one."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name}={raw!r} is not an integer") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Read a comma-separated list, dropping blanks."""
+    raw = os.environ.get(name, "")
+    if raw.strip() == "":
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def parse_database_url(url: str, base_dir: Path) -> dict[str, Any]:
+    """Turn a DATABASE_URL (sqlite:///path or postgres://...) into a Django DATABASES entry.
+
+    SQLite runs in WAL mode with immediate transactions, so writers queue on the
+    database lock instead of failing half-way through a transaction.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    options = dict(parse_qsl(parts.query))
+    if scheme == "sqlite":
+        raw_path = unquote(parts.path)
+        # sqlite:///relative/x.db is relative to the project; sqlite:////abs/x.db is absolute.
+        path = raw_path[1:] if raw_path.startswith("//") else raw_path.lstrip("/")
+        if path in {"", ":memory:"}:
+            raise ConfigurationError("DATABASE_URL: give SQLite a file path, not an in-memory database")
+        db_path = Path(path)
+        if not db_path.is_absolute():
+            db_path = base_dir / db_path
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(db_path),
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": int(options.get("timeout", "30")),
+                "init_command": (
+                    "PRAGMA journal_mode=WAL;"
+                    "PRAGMA synchronous=NORMAL;"
+                    "PRAGMA busy_timeout=30000;"
+                    "PRAGMA foreign_keys=ON;"
+                ),
+            },
+            "TEST": {"NAME": str(db_path.with_name(db_path.stem + "_test" + db_path.suffix))},
+        }
+    if scheme in {"postgres", "postgresql", "pgsql"}:
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise ConfigurationError("DATABASE_URL: the PostgreSQL URL names no database")
+        entry: dict[str, Any] = {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": unquote(parts.hostname or ""),
+            "PORT": str(parts.port or ""),
+            "CONN_MAX_AGE": int(options.pop("conn_max_age", "60")),
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": options,
+        }
+        return entry
+    raise ConfigurationError(
+        f"DATABASE_URL scheme {scheme!r} is not supported (use sqlite:/// or postgres://)"
+    )

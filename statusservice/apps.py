@@ -1,0 +1,11 @@
+"""App config: Periodic services driven by celery beat: triggers, status, recovery."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class StatusserviceConfig(AppConfig):
+    """Periodic services driven by celery beat: triggers, status, recovery."""
+
+    name = "statusservice"

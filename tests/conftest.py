@@ -1,0 +1,107 @@
+"""Shared fixtures: a real Redis, real Celery workers, and the `database` marker for CI's rerun."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.processes import (
+    RedisServer,
+    WorkerProcess,
+    child_env,
+    start_redis,
+    start_worker,
+)
+
+DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that touches the database `database`, so CI reruns them on PostgreSQL."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("django_db") or fixtures & DB_FIXTURES or (
+            fixtures & {"live_workers", "worker_env"}
+        ):
+            item.add_marker(pytest.mark.database)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One private redis-server for the whole test session."""
+    server = start_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> Iterator[str]:
+    """The private Redis, emptied before each test."""
+    client = redis_server.client()
+    client.flushall()
+    client.close()
+    yield redis_server.url
+
+
+@pytest.fixture
+def celery_to_test_redis(redis_url: str) -> Iterator[str]:
+    """Point this process's Celery app (publishing side) at the private Redis."""
+    from project.celery import app
+
+    old_broker, old_backend = app.conf.broker_url, app.conf.result_backend
+    _point_celery_at(app, redis_url, redis_url)
+    yield redis_url
+    _point_celery_at(app, old_broker, old_backend)
+
+
+def _point_celery_at(app: Any, broker: str, backend: str) -> None:
+    """Switch the in-process Celery app's broker and result backend, dropping cached pools."""
+    app.conf.broker_url = broker
+    app.conf.result_backend = backend
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._after_fork()  # forgets the connection and producer pools
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)
+
+
+@pytest.fixture
+def worker_env(transactional_db: None, celery_to_test_redis: str) -> Callable[..., dict[str, str]]:
+    """Build the environment of a child process sharing this test's database and Redis."""
+    from django.db import connection
+
+    def build(**extra: str) -> dict[str, str]:
+        return child_env(connection.settings_dict, celery_to_test_redis, extra)
+
+    return build
+
+
+@pytest.fixture
+def live_workers(
+    worker_env: Callable[..., dict[str, str]], tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start real Celery worker processes on demand; all are stopped after the test."""
+    started: list[WorkerProcess] = []
+
+    def start(
+        name: str = "w1",
+        queues: tuple[str, ...] = ("commands", "services", "actions", "default"),
+        concurrency: int = 2,
+        **extra: Any,
+    ) -> WorkerProcess:
+        worker = start_worker(
+            worker_env(**{k: str(v) for k, v in extra.items()}),
+            name=name,
+            queues=queues,
+            concurrency=concurrency,
+            logdir=tmp_path,
+        )
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()

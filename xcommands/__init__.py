@@ -1,0 +1,1 @@
+"""The command engine: durable per-key command queues, leases, retries, rollback."""
