@@ -73,6 +73,9 @@ DATABASES = {
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"), BASE_DIR
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A fresh checkout has no ./var yet: SQLite needs the directory of its file to exist.
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
