@@ -122,6 +122,19 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
 COMMAND_LEASE_SECONDS = env_int("COMMAND_LEASE_SECONDS", 60)
 COMMAND_SWEEP_SECONDS = env_int("COMMAND_SWEEP_SECONDS", 15)
 BROKER_VISIBILITY_TIMEOUT = env_int("BROKER_VISIBILITY_TIMEOUT", 3600)
+# A head whose doorbell was sent but which has not started after this long is rung again.
+COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
+# Celery tasks that keyed jobs (API and enqueue_job) may run: glob patterns on task names.
+KEYED_JOB_ALLOWED_TASKS = env_list("KEYED_JOB_ALLOWED_TASKS", ["actions.*", "examples.*"])
+# Extra modules every worker imports (tasks of plug-ins, or of the test suite).
+CELERY_IMPORTS = env_list("EXTRA_TASK_MODULES", [])
+CELERY_BEAT_SCHEDULE = {
+    "xcommands-recovery-sweep": {
+        "task": "xcommands.service.sweep",
+        "schedule": float(COMMAND_SWEEP_SECONDS),
+        "options": {"expires": float(COMMAND_SWEEP_SECONDS)},
+    },
+}
 
 # --- Oozie semantics ----------------------------------------------------------------------
 # UTC, or a fixed GMT offset such as GMT+05:30 (coordinator spec, section 4.2).

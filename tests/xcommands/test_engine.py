@@ -1,0 +1,312 @@
+"""The command engine in one process: head-of-key claims, outcomes, retries, rollback, fencing.
+
+The worker-level guarantees (several processes, SIGKILL, Redis loss) are in test_integration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import redis
+from django.db import transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from xcommands import engine, operations
+from xcommands.base import XCommand, registered_command
+from xcommands.choices import TRANSITIONS, CommandStatus
+from xcommands.errors import IllegalCommandTransition, TransientError, UnknownCommand
+from xcommands.models import Command
+from xcommands.queue import enqueue
+from xcommands.recovery import sweep
+
+from .commands import MarkerXCommand, TraceXCommand, read_trace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def traces(redis_url: str) -> Iterator[redis.Redis]:
+    """Traces go to the private Redis; doorbells too (no worker listens here)."""
+    from project.celery import app
+
+    old = app.conf.broker_url
+    app.conf.broker_url = redis_url
+    app._after_fork()
+    with override_settings(REDIS_URL=redis_url):
+        yield redis.Redis.from_url(redis_url)
+    app.conf.broker_url = old
+    app._after_fork()
+
+
+def status_of(row: Command) -> str:
+    row.refresh_from_db()
+    return row.status
+
+
+def effects(label: str) -> int:
+    return Command.objects.filter(key=f"effects:{label}").count()
+
+
+def test_transitions_table_is_closed_over_statuses() -> None:
+    """Every status has a row, every target is a status, terminal statuses lead nowhere."""
+    assert set(TRANSITIONS) == set(CommandStatus.values)
+    for targets in TRANSITIONS.values():
+        assert targets <= set(CommandStatus.values)
+    for terminal in ("SUCCEEDED", "SKIPPED", "FAILED", "CANCELLED"):
+        assert TRANSITIONS[terminal] == frozenset()
+
+
+def test_command_names_and_registry() -> None:
+    """A command registers under '<app>.<Class>' with a Celery task of the same name."""
+    assert TraceXCommand.command_name == "tests.TraceXCommand"
+    assert registered_command("tests.TraceXCommand") is TraceXCommand
+    assert TraceXCommand.celery_task.name == "tests.TraceXCommand"
+    with pytest.raises(UnknownCommand):
+        registered_command("nope.MissingXCommand")
+
+
+def test_only_the_head_of_a_key_can_be_claimed() -> None:
+    """The second command of a key is not runnable until the first finished; FIFO by seq."""
+    first = enqueue(TraceXCommand(key="k", label="a"))
+    second = enqueue(TraceXCommand(key="k", label="b"))
+    assert (first.seq, second.seq) == (1, 2)
+    assert second.wake_at is None  # not a head: its predecessor rings it
+    assert engine.process(second.pk) == "not-runnable"
+    assert status_of(second) == CommandStatus.PENDING
+    assert engine.process(first.pk) == "succeeded"
+    second.refresh_from_db()
+    assert second.wake_at is not None  # rung by the first's completion
+    assert engine.process(second.pk) == "succeeded"
+    assert [e["label"] for e in read_trace(redis.Redis.from_url(_url()), "k") if e["event"] == "start"] == ["a", "b"]
+
+
+def _url() -> str:
+    from django.conf import settings
+
+    return str(settings.REDIS_URL)
+
+
+def test_other_keys_are_independent() -> None:
+    """A blocked key does not hold back another key's head."""
+    enqueue(TraceXCommand(key="k1", label="a1"))
+    behind = enqueue(TraceXCommand(key="k1", label="a2"))
+    other = enqueue(TraceXCommand(key="k2", label="b1"))
+    assert engine.process(behind.pk) == "not-runnable"
+    assert engine.process(other.pk) == "succeeded"
+
+
+def test_success_commits_effect_and_result() -> None:
+    """A successful command is SUCCEEDED with its result, and its effect committed once."""
+    row = enqueue(TraceXCommand(key="k", label="ok"))
+    assert engine.process(row.pk) == "succeeded"
+    row.refresh_from_db()
+    assert row.status == CommandStatus.SUCCEEDED
+    assert row.result["label"] == "ok"
+    assert row.attempts == 1
+    assert effects("ok") == 1
+    assert engine.process(row.pk) == "not-runnable"  # a duplicate doorbell does nothing
+    assert effects("ok") == 1
+
+
+def test_failed_precondition_is_skipped_not_an_error() -> None:
+    """verify_precondition raising PreconditionFailed marks SKIPPED and the key moves on."""
+    row = enqueue(TraceXCommand(key="k", label="nope", applies=False))
+    after = enqueue(TraceXCommand(key="k", label="after"))
+    assert engine.process(row.pk) == "skipped"
+    row.refresh_from_db()
+    assert row.status == CommandStatus.SKIPPED
+    assert row.last_error == ""
+    assert "does not apply" in row.history[-1]["note"]
+    assert engine.process(after.pk) == "succeeded"
+
+
+def test_transient_failure_retries_with_stored_backoff(traces: redis.Redis) -> None:
+    """A transient failure returns the command to PENDING with a future not_before; the key waits."""
+    row = enqueue(TraceXCommand(key="k", label="flaky", fail_times=2))
+    behind = enqueue(TraceXCommand(key="k", label="behind"))
+    before = timezone.now()
+    assert engine.process(row.pk) == "retry"
+    row.refresh_from_db()
+    assert row.status == CommandStatus.PENDING
+    assert row.attempts == 1
+    assert row.not_before >= before + timedelta(seconds=0.1)  # base 0.2 s, equal jitter
+    assert row.wake_at == row.not_before
+    assert "TransientError" in row.last_error
+    assert engine.process(row.pk) == "not-runnable"  # not due yet
+    assert engine.process(behind.pk) == "not-runnable"  # the key is blocked
+    # Once due, the second attempt fails again with a longer backoff (0.4 s ceiling).
+    Command.objects.filter(pk=row.pk).update(not_before=timezone.now())
+    second_start = timezone.now()
+    assert engine.process(row.pk) == "retry"
+    row.refresh_from_db()
+    assert row.attempts == 2
+    assert row.not_before >= second_start + timedelta(seconds=0.2)
+
+
+def test_retry_counts_then_success(traces: redis.Redis) -> None:
+    """With fail_times below max_retries the command succeeds on attempt fail_times + 1."""
+    row = enqueue(TraceXCommand(key="k", label="twice", fail_times=2))
+    outcomes = []
+    for _ in range(3):
+        Command.objects.filter(pk=row.pk).update(not_before=timezone.now())
+        outcomes.append(engine.process(row.pk))
+    assert outcomes == ["retry", "retry", "succeeded"]
+    row.refresh_from_db()
+    assert row.attempts == 3
+    assert [h["outcome"] for h in row.history] == ["error (transient)", "error (transient)", "SUCCEEDED"]
+    assert effects("twice") == 1
+
+
+def test_retries_exhausted_roll_back_once(traces: redis.Redis) -> None:
+    """After max_retries + 1 failed attempts the rollback runs exactly once; status FAILED."""
+    row = enqueue(TraceXCommand(key="k", label="doomed", fail_times=100))
+    outcomes = []
+    for _ in range(5):
+        Command.objects.filter(pk=row.pk).update(not_before=timezone.now())
+        outcomes.append(engine.process(row.pk))
+    assert outcomes == ["retry", "retry", "retry", "failed", "not-runnable"]
+    row.refresh_from_db()
+    assert row.status == CommandStatus.FAILED
+    assert row.attempts == 4
+    assert int(traces.get("rollbacks:doomed")) == 1
+    assert effects("doomed") == 0
+
+
+def test_permanent_failure_skips_retries(traces: redis.Redis) -> None:
+    """A permanent error goes straight to rollback: one attempt, one rollback."""
+    row = enqueue(TraceXCommand(key="k", label="perm", fail_times=1, fail_kind="permanent"))
+    assert engine.process(row.pk) == "failed"
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == (CommandStatus.FAILED, 1)
+    assert int(traces.get("rollbacks:perm")) == 1
+
+
+def test_double_fault_parks_and_blocks_the_key(traces: redis.Redis) -> None:
+    """A failing rollback parks the command with its error; the key is blocked until an operator acts."""
+    row = enqueue(TraceXCommand(key="k", label="df", fail_times=1, fail_kind="permanent", rollback_fails=True))
+    behind = enqueue(TraceXCommand(key="k", label="behind"))
+    assert engine.process(row.pk) == "parked"
+    row.refresh_from_db()
+    assert row.status == CommandStatus.PARKED
+    assert "double fault" in row.last_error
+    assert "rollback of df failed" in row.last_error
+    assert engine.process(behind.pk) == "not-runnable"
+    sweep()
+    assert status_of(behind) == CommandStatus.PENDING
+    assert engine.process(behind.pk) == "not-runnable"
+    # The operator skips it: the key moves on.
+    operations.skip_command(row.pk, user="ops")
+    assert status_of(row) == CommandStatus.CANCELLED
+    assert engine.process(behind.pk) == "succeeded"
+
+
+def test_operator_retry_of_a_parked_command(traces: redis.Redis) -> None:
+    """Retrying a parked command gives it fresh attempts; it then runs at the head of its key."""
+    row = enqueue(TraceXCommand(key="k", label="again", fail_times=1, fail_kind="permanent", rollback_fails=True))
+    assert engine.process(row.pk) == "parked"
+    pending = enqueue(TraceXCommand(key="fine", label="fine"))
+    with pytest.raises(IllegalCommandTransition, match="only a PARKED command"):
+        operations.retry_command(pending.pk)
+    operations.retry_command(row.pk, user="ops")
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == (CommandStatus.PENDING, 0)
+    assert engine.process(row.pk) == "succeeded"  # fail_times=1 already spent
+    assert [h["outcome"] for h in Command.objects.get(pk=row.pk).history][-2:] == [
+        "retried by operator",
+        "SUCCEEDED",
+    ]
+
+
+def test_a_fenced_worker_cannot_commit() -> None:
+    """When the sweep took the lease over (token bumped), the old holder's result is not committed."""
+    row = enqueue(TraceXCommand(key="k", label="zombie"))
+    claim = engine.claim_command(row.pk)
+    assert claim is not None
+    # The lease expires and the sweep hands the command back to the queue.
+    Command.objects.filter(pk=row.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert sweep().leases_expired == 1
+    row.refresh_from_db()
+    assert (row.status, row.fencing_token) == (CommandStatus.PENDING, claim.token + 1)
+    # The zombie resumes and tries to finish its work: refused, its effect rolled back.
+    command = TraceXCommand.from_params(claim.params)
+    outcome = engine._execute(claim)  # noqa: SLF001 - the zombie's own path
+    assert outcome == "fenced"
+    assert isinstance(command, XCommand)
+    assert effects("zombie") == 0
+    # The rightful run commits once.
+    assert engine.process(row.pk) == "succeeded"
+    assert effects("zombie") == 1
+
+
+def test_expired_lease_on_last_attempt_goes_to_rollback(traces: redis.Redis) -> None:
+    """A worker lost during the last attempt: the sweep moves the command to rollback."""
+    row = enqueue(TraceXCommand(key="k", label="lost"))
+    Command.objects.filter(pk=row.pk).update(attempts=3)
+    claim = engine.claim_command(row.pk)
+    assert claim is not None and claim.attempt == 4
+    Command.objects.filter(pk=row.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    sweep()
+    row.refresh_from_db()
+    assert row.status == CommandStatus.ROLLING_BACK
+    assert "lost" in row.last_error
+    assert engine.process(row.pk) == "failed"
+    assert int(traces.get("rollbacks:lost")) == 1
+
+
+def test_enqueue_in_a_rolled_back_transaction_never_exists() -> None:
+    """The outbox row shares the caller's transaction: a rollback leaves no command."""
+    with pytest.raises(RuntimeError), transaction.atomic():
+        enqueue(TraceXCommand(key="k", label="ghost"))
+        raise RuntimeError("caller fails after enqueueing")
+    assert not Command.objects.filter(key="k").exists()
+
+
+def test_enqueue_refuses_bad_keys() -> None:
+    """Empty or over-long keys are refused before anything is written."""
+    with pytest.raises(ValueError, match="job key"):
+        enqueue(MarkerXCommand(key=""))
+    with pytest.raises(ValueError, match="job key"):
+        enqueue(MarkerXCommand(key="x" * 300))
+    assert Command.objects.count() == 0
+
+
+def test_sweep_rings_due_heads_only() -> None:
+    """Heads whose wake time passed are rung; commands behind a head are left to it."""
+    head = enqueue(TraceXCommand(key="k", label="h"))
+    behind = enqueue(TraceXCommand(key="k", label="b"))
+    past = timezone.now() - timedelta(seconds=1)
+    Command.objects.filter(pk=head.pk).update(wake_at=past)
+    report = sweep()
+    assert report.rung == 1
+    head.refresh_from_db()
+    behind.refresh_from_db()
+    assert head.wake_at is not None and head.wake_at > timezone.now()
+    assert behind.wake_at is None
+    assert sweep().rung == 0  # idempotent: nothing due any more
+
+
+def test_backoff_grows_and_is_capped() -> None:
+    """Backoff ceilings double per attempt up to the cap, with jitter in [c/2, c]."""
+    import random
+
+    rng = random.Random(7)
+    for attempt, ceiling in [(1, 0.2), (2, 0.4), (3, 0.8), (4, 1.6), (5, 2.0), (9, 2.0)]:
+        delay = TraceXCommand.backoff_seconds(attempt, rng)
+        assert ceiling / 2 <= delay <= ceiling
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        pytest.param(TransientError("x"), "transient", id="transient"),
+        pytest.param(ConnectionError("x"), "transient", id="connection"),
+        pytest.param(ValueError("x"), "permanent", id="value-error"),
+        pytest.param(RuntimeError("x"), "permanent", id="unknown-is-permanent"),
+    ],
+)
+def test_exception_classification(exc: BaseException, kind: str) -> None:
+    """Transient errors retry; permanent and unknown ones go straight to rollback."""
+    assert TraceXCommand.classify(exc) == kind

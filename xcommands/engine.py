@@ -1,0 +1,329 @@
+"""Running one command under its key: claim with a lease, run, finish fenced, retry, roll back.
+
+The database decides everything: a worker may only run the head of a key (the lowest
+active seq), only one leased command per key exists (partial unique index), and every
+write after the claim is conditional on the fencing token the claim produced.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from xcommands.base import registered_command
+from xcommands.choices import ACTIVE_STATUSES, CommandStatus
+from xcommands.errors import FencedOut, PreconditionFailed, UnknownCommand
+from xcommands.heartbeat import heartbeat
+from xcommands.models import Command, CommandKey
+from xcommands.queue import ring_on_commit, ring_stale_after
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 8000
+
+
+def lease_duration() -> timedelta:
+    """How long a claim lasts without a heartbeat."""
+    return timedelta(seconds=int(getattr(settings, "COMMAND_LEASE_SECONDS", 60)))
+
+
+def worker_identity() -> str:
+    """host:pid of this process, recorded as the lease owner."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker holds after claiming: the command and its fencing token."""
+
+    command_id: int
+    key: str
+    name: str
+    params: dict[str, Any]
+    token: int
+    attempt: int
+    max_retries: int
+    rolling_back: bool
+    last_error: str
+    history: list[dict[str, Any]]
+
+    @property
+    def leased_status(self) -> str:
+        """The status the row has while this claim holds it."""
+        return CommandStatus.ROLLING_BACK if self.rolling_back else CommandStatus.RUNNING
+
+
+def _stamp(now: datetime) -> str:
+    return now.isoformat(timespec="milliseconds")
+
+
+def _error_text(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc))
+    return text[-MAX_ERROR_CHARS:]
+
+
+def process(command_id: int) -> str:
+    """Run the command if it is the runnable head of its key; return what happened."""
+    claim = claim_command(command_id)
+    if claim is None:
+        return "not-runnable"
+    with heartbeat(claim.command_id, claim.token):
+        if claim.rolling_back:
+            return _rollback(claim, claim.last_error)
+        return _execute(claim)
+
+
+def claim_command(command_id: int, now: datetime | None = None) -> Claim | None:
+    """Take a lease on the command if it is its key's head and due; None otherwise.
+
+    Head-ness is stable: commands only leave the active set, and new ones get higher seqs,
+    so once no lower active seq exists none will appear. The conditional UPDATE makes
+    concurrent claims of the same command race safely: exactly one gets a row.
+    """
+    now = now or timezone.now()
+    row = (
+        Command.objects.filter(pk=command_id)
+        .values("key", "seq", "status", "not_before", "lease_expires_at", "fencing_token")
+        .first()
+    )
+    if row is None or row["status"] not in (CommandStatus.PENDING, CommandStatus.ROLLING_BACK):
+        return None
+    if row["status"] == CommandStatus.PENDING and row["not_before"] > now:
+        return None
+    if row["status"] == CommandStatus.ROLLING_BACK and row["lease_expires_at"] is not None:
+        return None  # someone holds the rollback lease; the sweep frees it if it expires
+    if Command.objects.filter(key=row["key"], status__in=ACTIVE_STATUSES, seq__lt=row["seq"]).exists():
+        return None  # not the head: its predecessor rings it on completion
+    token = row["fencing_token"] + 1
+    rolling_back = row["status"] == CommandStatus.ROLLING_BACK
+    updates: dict[str, Any] = {
+        "fencing_token": token,
+        "lease_owner": worker_identity(),
+        "lease_expires_at": now + lease_duration(),
+        "started_at": Coalesce(F("started_at"), now),
+        "wake_at": None,
+    }
+    if not rolling_back:
+        updates["status"] = CommandStatus.RUNNING
+        updates["attempts"] = F("attempts") + 1
+    with transaction.atomic():
+        claimed = Command.objects.filter(
+            pk=command_id, status=row["status"], fencing_token=row["fencing_token"]
+        ).update(**updates)
+        if not claimed:
+            return None
+        fresh = Command.objects.values(
+            "name", "params", "attempts", "max_retries", "last_error", "history"
+        ).get(pk=command_id)
+    return Claim(
+        command_id=command_id,
+        key=row["key"],
+        name=fresh["name"],
+        params=fresh["params"],
+        token=token,
+        attempt=fresh["attempts"],
+        max_retries=fresh["max_retries"],
+        rolling_back=rolling_back,
+        last_error=fresh["last_error"],
+        history=list(fresh["history"] or []),
+    )
+
+
+def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", error: str = "") -> None:
+    """Mark the claimed command done (in the caller's transaction) and ring its key's next head.
+
+    Raises FencedOut when the claim's token is no longer the row's: the caller's
+    transaction then rolls back, so a zombie's effects never commit.
+    """
+    now = timezone.now()
+    # Lock the key row first: orders this completion against concurrent enqueues of the
+    # key, so a command enqueued meanwhile is either seen here or sees us finished.
+    CommandKey.objects.filter(key=claim.key).update(last_served_at=now)
+    entry = {
+        "attempt": claim.attempt,
+        "phase": "rollback" if claim.rolling_back else "execute",
+        "outcome": status,
+        "at": _stamp(now),
+        "worker": worker_identity(),
+    }
+    if note:
+        entry["note"] = note[:500]
+    fields: dict[str, Any] = {
+        "status": status,
+        "finished_at": now,
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "wake_at": None,
+        "history": [*claim.history, entry],
+        "result": result,
+    }
+    if error:
+        fields["last_error"] = error
+    done = Command.objects.filter(
+        pk=claim.command_id, fencing_token=claim.token, status=claim.leased_status
+    ).update(**fields)
+    if not done:
+        raise FencedOut(f"command {claim.command_id}: lease lost (token {claim.token}); not committing")
+    ring_next_head(claim.key, now)
+
+
+def ring_next_head(key: str, now: datetime) -> None:
+    """Schedule the doorbell of the key's head if it is pending (now, or at its retry time)."""
+    head = Command.objects.filter(key=key, status__in=ACTIVE_STATUSES).order_by("seq").first()
+    if head is None or head.status != CommandStatus.PENDING:
+        return
+    if head.not_before > now:
+        Command.objects.filter(pk=head.pk).update(wake_at=head.not_before)
+        return
+    Command.objects.filter(pk=head.pk).update(wake_at=now + ring_stale_after())
+    ring_on_commit(head)
+
+
+def _execute(claim: Claim) -> str:
+    try:
+        command_class = registered_command(claim.name)
+        command = command_class.from_params(claim.params)
+    except (UnknownCommand, TypeError) as exc:
+        return _fail(claim, exc, permanent=True)
+    try:
+        if command.is_atomic():
+            with transaction.atomic():
+                outcome = _run_and_finish(claim, command)
+        else:
+            outcome = _run_and_finish(claim, command, finish_atomically=True)
+    except FencedOut as exc:
+        log.warning("%s", exc)
+        return "fenced"
+    except Exception as exc:  # the command failed: classify, retry or roll back
+        return _fail(claim, exc, permanent=command_class.classify(exc) == "permanent")
+    return outcome
+
+
+def _run_and_finish(claim: Claim, command: Any, finish_atomically: bool = False) -> str:
+    try:
+        result = command.run()
+    except PreconditionFailed as skipped:
+        log.info("%s #%s [%s] skipped: %s", claim.name, claim.command_id, claim.key, skipped)
+        if finish_atomically:
+            with transaction.atomic():
+                _finish(claim, CommandStatus.SKIPPED, note=str(skipped))
+        else:
+            _finish(claim, CommandStatus.SKIPPED, note=str(skipped))
+        return "skipped"
+    if finish_atomically:
+        with transaction.atomic():
+            _finish(claim, CommandStatus.SUCCEEDED, result=result)
+    else:
+        _finish(claim, CommandStatus.SUCCEEDED, result=result)
+    return "succeeded"
+
+
+def _fail(claim: Claim, exc: BaseException, *, permanent: bool) -> str:
+    """After a failed attempt: schedule a retry, or move to rollback when none remain."""
+    now = timezone.now()
+    error = _error_text(exc)
+    kind = "permanent" if permanent else "transient"
+    entry = {
+        "attempt": claim.attempt,
+        "phase": "execute",
+        "outcome": f"error ({kind})",
+        "error": f"{type(exc).__name__}: {exc}"[:500],
+        "at": _stamp(now),
+        "worker": worker_identity(),
+    }
+    history = [*claim.history, entry]
+    retries_left = claim.attempt <= claim.max_retries
+    fenced = Command.objects.filter(
+        pk=claim.command_id, fencing_token=claim.token, status=CommandStatus.RUNNING
+    )
+    if not permanent and retries_left:
+        command_class = registered_command(claim.name)
+        delay = command_class.backoff_seconds(claim.attempt)
+        retry_at = now + timedelta(seconds=delay)
+        with transaction.atomic():
+            if not fenced.update(
+                status=CommandStatus.PENDING,
+                not_before=retry_at,
+                wake_at=retry_at,
+                lease_owner="",
+                lease_expires_at=None,
+                last_error=error,
+                history=[*history[:-1], {**entry, "retry_in_s": round(delay, 3)}],
+            ):
+                log.warning("command %s: lease lost while recording a failure", claim.command_id)
+                return "fenced"
+        log.info(
+            "%s #%s [%s] attempt %s failed (%s); retry in %.2f s",
+            claim.name, claim.command_id, claim.key, claim.attempt, type(exc).__name__, delay,
+        )
+        return "retry"
+    with transaction.atomic():
+        if not fenced.update(status=CommandStatus.ROLLING_BACK, last_error=error, history=history):
+            return "fenced"
+    rolling = Claim(
+        command_id=claim.command_id,
+        key=claim.key,
+        name=claim.name,
+        params=claim.params,
+        token=claim.token,
+        attempt=claim.attempt,
+        max_retries=claim.max_retries,
+        rolling_back=True,
+        last_error=error,
+        history=history,
+    )
+    return _rollback(rolling, error)
+
+
+def _rollback(claim: Claim, error: str) -> str:
+    """Run the command's rollback once; a failing rollback parks the command (double fault)."""
+    try:
+        command = registered_command(claim.name).from_params(claim.params)
+        with transaction.atomic():
+            command.rollback(error)
+            _finish(claim, CommandStatus.FAILED, error=error)
+    except FencedOut as exc:
+        log.warning("%s", exc)
+        return "fenced"
+    except Exception as exc:  # double fault: park, block the key, tell the operator
+        now = timezone.now()
+        text = f"double fault: rollback failed after: {error.strip().splitlines()[-1] if error else ''}\n"
+        text += _error_text(exc)
+        entry = {
+            "attempt": claim.attempt,
+            "phase": "rollback",
+            "outcome": "double fault",
+            "error": f"{type(exc).__name__}: {exc}"[:500],
+            "at": _stamp(now),
+            "worker": worker_identity(),
+        }
+        with transaction.atomic():
+            parked = Command.objects.filter(
+                pk=claim.command_id, fencing_token=claim.token, status=CommandStatus.ROLLING_BACK
+            ).update(
+                status=CommandStatus.PARKED,
+                finished_at=now,
+                lease_owner="",
+                lease_expires_at=None,
+                last_error=text[-MAX_ERROR_CHARS:],
+                history=[*claim.history, entry],
+            )
+        if not parked:
+            return "fenced"
+        log.error(
+            "%s #%s [%s] PARKED after a double fault; key blocked until an operator retries or skips it",
+            claim.name, claim.command_id, claim.key,
+        )
+        return "parked"
+    return "failed"

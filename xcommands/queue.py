@@ -1,0 +1,110 @@
+"""Enqueueing commands (transactional outbox) and ringing their doorbells after commit."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from xcommands.base import XCommand, registered_command
+from xcommands.choices import ACTIVE_STATUSES, CommandStatus
+from xcommands.models import Command, CommandKey
+
+log = logging.getLogger(__name__)
+
+MAX_KEY_LENGTH = 255
+
+
+def ring_stale_after() -> timedelta:
+    """How long a rung head may wait before the sweep rings it again."""
+    return timedelta(seconds=int(getattr(settings, "COMMAND_RING_STALE_SECONDS", 30)))
+
+
+def _next_seq(key: str) -> int:
+    """Create the key's row if needed and take its next sequence number, locking the row.
+
+    The row lock (held to the end of the caller's transaction) serialises enqueues of one
+    key, so sequence order is commit order, and orders them against the completion of the
+    key's running command (see `engine._finish`), so no wake-up is lost between the two.
+    """
+    table = CommandKey._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (key, next_seq) VALUES (%s, 1) "  # noqa: S608 - table name is ours
+            f"ON CONFLICT (key) DO UPDATE SET next_seq = {table}.next_seq + 1 "
+            "RETURNING next_seq",
+            [key],
+        )
+        row = cursor.fetchone()
+    if row is None:  # RETURNING always yields the row; be explicit for the type checker
+        raise RuntimeError(f"could not number a command of key {key!r}")
+    return int(row[0])
+
+
+def enqueue(
+    command: XCommand,
+    *,
+    max_retries: int | None = None,
+    not_before: datetime | None = None,
+    owner_id: int | None = None,
+) -> Command:
+    """Write the command as a row in the caller's transaction; ring its key after commit.
+
+    If the caller's transaction rolls back, the command never existed. If it commits, the
+    command runs even when Redis is down at that moment: the recovery sweep rings it later.
+    """
+    name = type(command).command_name
+    registered_command(name)  # refuses unregistered classes early
+    key = command.job_key()
+    if not key or len(key) > MAX_KEY_LENGTH:
+        raise ValueError(f"job key must be 1 to {MAX_KEY_LENGTH} characters, got {key!r}")
+    params = command.to_params()
+    now = timezone.now()
+    start = max(now, not_before) if not_before else now
+    with transaction.atomic():
+        seq = _next_seq(key)
+        is_head = not Command.objects.filter(
+            key=key, status__in=ACTIVE_STATUSES, seq__lt=seq
+        ).exists()
+        row = Command.objects.create(
+            key=key,
+            seq=seq,
+            name=name,
+            params=params,
+            status=CommandStatus.PENDING,
+            max_retries=type(command).max_retries if max_retries is None else max_retries,
+            not_before=start,
+            enqueued_at=now,
+            # A head is rung now (and again by the sweep if it is still waiting later);
+            # a command behind others is rung by its predecessor's completion.
+            wake_at=(start if start > now else now + ring_stale_after()) if is_head else None,
+            owner_id=owner_id,
+        )
+        if is_head and start <= now:
+            ring_on_commit(row)
+    return row
+
+
+def ring_on_commit(row: Command) -> None:
+    """Publish the command's doorbell once the current transaction commits."""
+    command_id, name, kwargs = row.pk, row.name, row.display_kwargs()
+    transaction.on_commit(lambda: ring(command_id, name, kwargs))
+
+
+def ring(command_id: int, name: str, display: dict[str, Any]) -> bool:
+    """Send the Celery message that makes a worker try to run this command.
+
+    Failure is not an error: the command is safe in the database and the recovery sweep
+    rings it again once its `wake_at` passes.
+    """
+    try:
+        task = registered_command(name).celery_task
+        task.apply_async(args=[command_id], kwargs=display, queue="commands")
+    except Exception as exc:  # the broker may be down; the outbox row keeps the work
+        log.warning("doorbell for command %s (%s) not sent: %s; the sweep will ring it", command_id, name, exc)
+        return False
+    return True

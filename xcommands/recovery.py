@@ -1,0 +1,123 @@
+"""The recovery sweep: return expired leases to the queue and re-ring heads whose doorbell was lost.
+
+Driven by celery beat every COMMAND_SWEEP_SECONDS. It scans only what is due (indexes on
+`lease_expires_at` and `wake_at`), is idempotent, and is safe to run twice at once: every
+write is conditional on the row's fencing token or wake time, and rows are taken with
+SKIP LOCKED where the database has it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.utils import timezone
+
+from xcommands.choices import LEASED_STATUSES, CommandStatus
+from xcommands.models import Command, CommandKey
+from xcommands.queue import ring, ring_stale_after
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What one sweep did."""
+
+    leases_expired: int
+    rung: int
+
+
+def _locked(queryset: QuerySet[Command]) -> QuerySet[Command]:
+    if connection.features.has_select_for_update_skip_locked:
+        return queryset.select_for_update(skip_locked=True, of=("self",))
+    return queryset
+
+
+def expire_leases(now: datetime) -> int:
+    """Give commands whose lease ran out back to the queue, bumping their fencing token.
+
+    A RUNNING command returns to PENDING (the attempt counts), or to rollback when that
+    was its last attempt; a ROLLING_BACK command keeps its status and its rollback runs
+    again. The old holder can no longer commit: its token is stale.
+    """
+    count = 0
+    with transaction.atomic():
+        rows = list(
+            _locked(
+                Command.objects.filter(status__in=LEASED_STATUSES, lease_expires_at__lt=now)
+                .order_by("lease_expires_at")
+            ).values("pk", "status", "fencing_token", "attempts", "max_retries", "lease_owner", "history")[:BATCH]
+        )
+        for row in rows:
+            note = {
+                "attempt": row["attempts"],
+                "phase": "rollback" if row["status"] == CommandStatus.ROLLING_BACK else "execute",
+                "outcome": "lease expired",
+                "worker": row["lease_owner"],
+                "at": now.isoformat(timespec="milliseconds"),
+            }
+            common: dict[str, Any] = {
+                "fencing_token": F("fencing_token") + 1,
+                "lease_owner": "",
+                "lease_expires_at": None,
+                "wake_at": now,
+                "history": [*(row["history"] or []), note],
+            }
+            if row["status"] == CommandStatus.RUNNING and row["attempts"] > row["max_retries"]:
+                common["status"] = CommandStatus.ROLLING_BACK
+                common["last_error"] = (
+                    f"worker {row['lease_owner']} lost (lease expired) during the last attempt"
+                )
+            elif row["status"] == CommandStatus.RUNNING:
+                common["status"] = CommandStatus.PENDING
+                common["not_before"] = now
+                common["last_error"] = f"worker {row['lease_owner']} lost (lease expired)"
+            count += Command.objects.filter(
+                pk=row["pk"], fencing_token=row["fencing_token"], status=row["status"]
+            ).update(**common)
+    if count:
+        log.warning("recovery: %s expired command lease(s) returned to the queue", count)
+    return count
+
+
+def ring_due(now: datetime) -> int:
+    """Ring every waiting head whose wake time has come, least recently served keys first."""
+    stale = ring_stale_after()
+    due = (
+        Command.objects.filter(
+            wake_at__lte=now,
+            status__in=(CommandStatus.PENDING, CommandStatus.ROLLING_BACK),
+            lease_expires_at__isnull=True,
+        )
+        .annotate(served=Subquery(CommandKey.objects.filter(key=OuterRef("key")).values("last_served_at")[:1]))
+        .order_by(F("served").asc(nulls_first=True), "wake_at")
+    )
+    rung = 0
+    with transaction.atomic():
+        rows = list(_locked(due).values("pk", "name", "key", "params", "wake_at")[:BATCH])
+        for row in rows:
+            moved = Command.objects.filter(pk=row["pk"], wake_at=row["wake_at"]).update(
+                wake_at=now + stale
+            )
+            if moved:
+                rung += 1
+                transaction.on_commit(
+                    partial(ring, row["pk"], row["name"], {"key": row["key"], "params": row["params"]})
+                )
+    return rung
+
+
+def sweep(now: datetime | None = None) -> SweepReport:
+    """One pass of the recovery service."""
+    now = now or timezone.now()
+    expired = expire_leases(now)
+    rung = ring_due(now)
+    return SweepReport(leases_expired=expired, rung=rung)
