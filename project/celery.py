@@ -14,12 +14,15 @@ import os
 from typing import Any
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 QUEUE_NAMES: tuple[str, ...] = ("commands", "services", "actions", "default")
-TASK_QUEUES = tuple(Queue(name, routing_key=name) for name in QUEUE_NAMES)
+# The anonymous exchange routes straight to the list named by the routing key. Named
+# exchanges route through `_kombu.binding.*` sets in Redis, which a Redis restarted empty
+# (or FLUSHALL) loses: publishes would then fail until every process re-declared its queues.
+TASK_QUEUES = tuple(Queue(name, Exchange(""), routing_key=name) for name in QUEUE_NAMES)
 
 
 def route_task(name: str, args: Any, kwargs: Any, options: Any, task: Any = None, **kw: Any) -> dict[str, str]:

@@ -12,6 +12,7 @@ from tests.support.processes import (
     RedisServer,
     WorkerProcess,
     child_env,
+    start_beat,
     start_redis,
     start_worker,
 )
@@ -24,7 +25,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("django_db") or fixtures & DB_FIXTURES or (
-            fixtures & {"live_workers", "worker_env"}
+            fixtures & {"live_workers", "worker_env", "live_beat"}
         ):
             item.add_marker(pytest.mark.database)
 
@@ -59,11 +60,12 @@ def celery_to_test_redis(redis_url: str) -> Iterator[str]:
 
 def _point_celery_at(app: Any, broker: str, backend: str) -> None:
     """Switch the in-process Celery app's broker and result backend, dropping cached pools."""
+    from kombu import pools
+
     app.conf.broker_url = broker
     app.conf.result_backend = backend
-    if app._pool is not None:
-        app._pool.force_close_all()
-    app._after_fork()  # forgets the connection and producer pools
+    pools.reset()  # kombu caches pools per URL globally; start afresh
+    app._after_fork()  # forgets the app's connection and producer pools
     app._backend_cache = None
     app._local.__dict__.pop("backend", None)
 
@@ -105,3 +107,20 @@ def live_workers(
     yield start
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def live_beat(
+    worker_env: Callable[..., dict[str, str]], tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start a real celery beat on demand (the recovery sweep and other services)."""
+    started: list[WorkerProcess] = []
+
+    def start(**extra: Any) -> WorkerProcess:
+        beat = start_beat(worker_env(**{k: str(v) for k, v in extra.items()}), logdir=tmp_path)
+        started.append(beat)
+        return beat
+
+    yield start
+    for beat in started:
+        beat.stop()

@@ -170,6 +170,8 @@ def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", er
     }
     if error:
         fields["last_error"] = error
+    elif status == CommandStatus.SUCCEEDED:
+        fields["last_error"] = ""  # earlier attempts' errors stay in the history
     done = Command.objects.filter(
         pk=claim.command_id, fencing_token=claim.token, status=claim.leased_status
     ).update(**fields)

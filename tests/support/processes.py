@@ -204,3 +204,27 @@ def running_workers(workers: list[WorkerProcess]) -> Iterator[list[WorkerProcess
     finally:
         for worker in workers:
             worker.stop()
+
+
+def start_beat(env: Mapping[str, str], *, logdir: Path) -> WorkerProcess:
+    """Start `celery -A project beat` (the periodic services) and wait until it runs."""
+    logfile = logdir / "beat.log"
+    handle = logfile.open("wb")
+    process = subprocess.Popen(  # noqa: S603
+        [
+            sys.executable, "-m", "celery", "-A", "project", "beat",
+            "--loglevel", "INFO",
+            "--schedule", str(logdir / "beat-schedule"),
+            "--pidfile", "",
+        ],
+        cwd=ROOT,
+        env=dict(env),
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    beat = WorkerProcess(name="beat", process=process, logfile=logfile)
+    wait_until(lambda: "beat: Starting" in beat.log() or process.poll() is not None, 30, "celery beat")
+    if process.poll() is not None:
+        raise AssertionError(f"celery beat exited early:\n{beat.log()[-3000:]}")
+    return beat

@@ -31,14 +31,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def traces(redis_url: str) -> Iterator[redis.Redis]:
     """Traces go to the private Redis; doorbells too (no worker listens here)."""
     from project.celery import app
+    from tests.conftest import _point_celery_at
 
-    old = app.conf.broker_url
-    app.conf.broker_url = redis_url
-    app._after_fork()
+    old = (app.conf.broker_url, app.conf.result_backend)
+    _point_celery_at(app, redis_url, redis_url)
     with override_settings(REDIS_URL=redis_url):
         yield redis.Redis.from_url(redis_url)
-    app.conf.broker_url = old
-    app._after_fork()
+    _point_celery_at(app, *old)
 
 
 def status_of(row: Command) -> str:
