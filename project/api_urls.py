@@ -5,9 +5,12 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import SimpleRouter
 
+from xcommands.api.views import KeyedJobViewSet
+
 router = SimpleRouter()
+router.register("keyed-jobs", KeyedJobViewSet, basename="keyed-job")
 
 # name shown in the API root -> URL name of the collection.
-ROOT_LINKS: dict[str, str] = {}
+ROOT_LINKS: dict[str, str] = {"keyed-jobs": "keyed-job-list"}
 
 urlpatterns: list[URLPattern | URLResolver] = [*router.urls]

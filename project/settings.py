@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import django_stubs_ext
+
 from project.env import env_bool, env_int, env_list, env_str, parse_database_url
+
+django_stubs_ext.monkeypatch()  # generic admin/DRF classes (ModelAdmin[Model]) at runtime
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))

@@ -1,0 +1,188 @@
+"""Operator views of the command engine: per-key queues, command history, retry and skip."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.contrib import admin, messages
+from django.db.models import Count, IntegerField, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from xcommands.choices import ACTIVE_STATUSES, CommandStatus
+from xcommands.errors import IllegalCommandTransition
+from xcommands.models import Command, CommandKey
+from xcommands.operations import retry_command, skip_command
+
+
+def _count(key_filter: Q) -> Subquery:
+    return Subquery(
+        Command.objects.filter(key_filter, key=OuterRef("key"))
+        .order_by()
+        .values("key")
+        .annotate(n=Count("pk"))
+        .values("n")[:1],
+        output_field=IntegerField(),
+    )
+
+
+class BlockedFilter(admin.SimpleListFilter):
+    """Queues whose head is parked (blocked until an operator acts)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[CommandKey]) -> list[tuple[str, str]]:
+        return [("blocked", "blocked by a parked command"), ("busy", "has queued commands"), ("idle", "empty")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[CommandKey]) -> QuerySet[CommandKey]:
+        if self.value() == "blocked":
+            return queryset.filter(parked__gt=0)
+        if self.value() == "busy":
+            return queryset.filter(depth__gt=0)
+        if self.value() == "idle":
+            return queryset.filter(depth=0)
+        return queryset
+
+
+@admin.register(CommandKey)
+class CommandKeyAdmin(admin.ModelAdmin[CommandKey]):
+    """Per-key queues: depth, head command, oldest waiting age, parked commands."""
+
+    list_display = ["key", "queue_depth", "head_command", "oldest_age", "parked_commands", "last_served_at"]
+    search_fields = ["key"]
+    list_filter = [BlockedFilter]
+    readonly_fields = ["key", "next_seq", "last_served_at"]
+    list_per_page = 100
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[CommandKey]:
+        head = Command.objects.filter(key=OuterRef("key"), status__in=ACTIVE_STATUSES).order_by("seq")
+        oldest = (
+            Command.objects.filter(key=OuterRef("key"), status__in=ACTIVE_STATUSES)
+            .order_by()
+            .values("key")
+            .annotate(t=Min("enqueued_at"))
+            .values("t")[:1]
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                depth=Coalesce(_count(Q(status__in=ACTIVE_STATUSES)), 0),
+                parked=Coalesce(_count(Q(status=CommandStatus.PARKED)), 0),
+                head_id=Subquery(head.values("pk")[:1]),
+                head_name=Subquery(head.values("name")[:1]),
+                head_status=Subquery(head.values("status")[:1]),
+                oldest=Subquery(oldest),
+            )
+            .order_by("-parked", "-depth", "key")
+        )
+
+    @admin.display(description="depth", ordering="depth")
+    def queue_depth(self, obj: CommandKey) -> int:
+        return int(getattr(obj, "depth", 0))
+
+    @admin.display(description="head command")
+    def head_command(self, obj: CommandKey) -> str:
+        head_id = getattr(obj, "head_id", None)
+        if head_id is None:
+            return "-"
+        url = reverse("admin:xcommands_command_change", args=[head_id])
+        return format_html(
+            '<a href="{}">#{} {}</a> ({})', url, head_id, getattr(obj, "head_name", ""), getattr(obj, "head_status", "")
+        )
+
+    @admin.display(description="oldest waiting", ordering="oldest")
+    def oldest_age(self, obj: CommandKey) -> str:
+        oldest: datetime | None = getattr(obj, "oldest", None)
+        if oldest is None:
+            return "-"
+        seconds = int((timezone.now() - oldest).total_seconds())
+        return f"{seconds // 3600}h {seconds % 3600 // 60}m {seconds % 60}s"
+
+    @admin.display(description="parked", ordering="parked")
+    def parked_commands(self, obj: CommandKey) -> str:
+        parked = int(getattr(obj, "parked", 0))
+        if not parked:
+            return "0"
+        url = reverse("admin:xcommands_command_changelist") + f"?key={obj.key}&status__exact=PARKED"
+        return format_html('<a href="{}" style="color:#ba2121;font-weight:bold">{}</a>', url, parked)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(Command)
+class CommandAdmin(admin.ModelAdmin[Command]):
+    """Command history, searchable by key; parked commands can be retried or skipped."""
+
+    list_display = ["id", "key", "seq", "name", "status", "attempts", "enqueued_at", "finished_at", "short_error"]
+    list_filter = ["status", "name"]
+    search_fields = ["=key", "key__startswith", "=id"]
+    ordering = ["-id"]
+    list_per_page = 100
+    show_full_result_count = False
+    actions = ["retry_parked", "skip_parked"]
+    readonly_fields = [
+        "key", "seq", "name", "params_pretty", "status", "attempts", "max_retries", "not_before",
+        "wake_at", "lease_owner", "lease_expires_at", "fencing_token", "enqueued_at", "started_at",
+        "finished_at", "last_error", "history_pretty", "result", "owner",
+    ]
+    exclude = ["params", "history"]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Command], search_term: str
+    ) -> tuple[QuerySet[Command], bool]:
+        # The key list links here with ?key=...; honour it as an exact filter.
+        key = request.GET.get("key")
+        if key:
+            queryset = queryset.filter(key=key)
+        return super().get_search_results(request, queryset, search_term)
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        return lookup == "key" or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="error")
+    def short_error(self, obj: Command) -> str:
+        lines = [line for line in obj.last_error.strip().splitlines() if line.strip()]
+        return lines[-1][:120] if lines else ""
+
+    @admin.display(description="params")
+    def params_pretty(self, obj: Command) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.params, indent=2, sort_keys=True))
+
+    @admin.display(description="history")
+    def history_pretty(self, obj: Command) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.history, indent=2))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Command | None = None) -> bool:
+        return False
+
+    def _act(self, request: HttpRequest, queryset: QuerySet[Command], verb: str) -> None:
+        done, refused = 0, []
+        user = request.user.get_username()
+        for command in queryset:
+            try:
+                (retry_command if verb == "retry" else skip_command)(command.pk, user=user)
+                done += 1
+            except IllegalCommandTransition as exc:
+                refused.append(str(exc))
+        if done:
+            self.message_user(request, f"{verb}: {done} command(s) done", messages.SUCCESS)
+        for reason in refused[:10]:
+            self.message_user(request, reason, messages.WARNING)
+
+    @admin.action(description="Retry selected parked commands")
+    def retry_parked(self, request: HttpRequest, queryset: QuerySet[Command]) -> None:
+        self._act(request, queryset, "retry")
+
+    @admin.action(description="Skip selected parked commands (the key moves on)")
+    def skip_parked(self, request: HttpRequest, queryset: QuerySet[Command]) -> None:
+        self._act(request, queryset, "skip")
