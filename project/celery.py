@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -51,8 +52,10 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     task_track_started=True,
     result_expires=24 * 3600,
-    worker_send_task_events=True,
-    task_send_sent_event=True,
+    # Task events cost several Redis publishes per task. Flower turns them on at runtime
+    # (enable_events) while it runs; CELERY_TASK_EVENTS=true keeps them on always.
+    worker_send_task_events=os.environ.get("CELERY_TASK_EVENTS", "").lower() in {"1", "true", "yes"},
+    task_send_sent_event=os.environ.get("CELERY_TASK_EVENTS", "").lower() in {"1", "true", "yes"},
     broker_connection_retry_on_startup=True,
     # Publishing must not hang a request when Redis is down: the transactional outbox
     # keeps the command and the recovery sweep rings its doorbell later.
@@ -90,4 +93,19 @@ def _apply_broker_options() -> None:
 
 
 _apply_broker_options()
+# Celery's Django fix-up closes every database connection around every task unless this is
+# set: a new PostgreSQL connection per command costs more than the command. Reuse
+# connections and close only broken or expired ones (CONN_MAX_AGE), as Django does per request.
+app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000_000
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_stale_connections(**kwargs: Any) -> None:
+    """Drop database connections that are broken or past CONN_MAX_AGE, around each task."""
+    from django.db import close_old_connections
+
+    close_old_connections()
+
+
 app.autodiscover_tasks()

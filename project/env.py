@@ -70,6 +70,8 @@ def parse_database_url(url: str, base_dir: Path) -> dict[str, Any]:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(db_path),
+            "CONN_MAX_AGE": int(options.get("conn_max_age", "600")),
+            "CONN_HEALTH_CHECKS": True,
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": int(options.get("timeout", "30")),

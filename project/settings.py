@@ -126,6 +126,10 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
 COMMAND_LEASE_SECONDS = env_int("COMMAND_LEASE_SECONDS", 60)
 COMMAND_SWEEP_SECONDS = env_int("COMMAND_SWEEP_SECONDS", 15)
 BROKER_VISIBILITY_TIMEOUT = env_int("BROKER_VISIBILITY_TIMEOUT", 3600)
+# After a command commits, the same worker may run its key's next head (same command class)
+# directly, up to this many commands and this long, before ringing it instead (fairness).
+COMMAND_DRAIN_MAX = env_int("COMMAND_DRAIN_MAX", 16)
+COMMAND_DRAIN_QUANTUM_MS = env_int("COMMAND_DRAIN_QUANTUM_MS", 20)
 # A head whose doorbell was sent but which has not started after this long is rung again.
 COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
 # Celery tasks that keyed jobs (API and enqueue_job) may run: glob patterns on task names.

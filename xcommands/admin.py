@@ -40,23 +40,20 @@ class BlockedFilter(admin.SimpleListFilter):
         return [("blocked", "blocked by a parked command"), ("busy", "has queued commands"), ("idle", "empty")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[CommandKey]) -> QuerySet[CommandKey]:
-        if self.value() == "blocked":
-            return queryset.filter(parked__gt=0)
-        if self.value() == "busy":
-            return queryset.filter(depth__gt=0)
-        if self.value() == "idle":
-            return queryset.filter(depth=0)
-        return queryset
+        # depth and parked are annotations of CommandKeyAdmin.get_queryset.
+        conditions = {"blocked": {"parked__gt": 0}, "busy": {"depth__gt": 0}, "idle": {"depth": 0}}
+        chosen = conditions.get(self.value() or "")
+        return queryset.filter(**chosen) if chosen else queryset
 
 
 @admin.register(CommandKey)
 class CommandKeyAdmin(admin.ModelAdmin[CommandKey]):
     """Per-key queues: depth, head command, oldest waiting age, parked commands."""
 
-    list_display = ["key", "queue_depth", "head_command", "oldest_age", "parked_commands", "last_served_at"]
+    list_display = ["key", "queue_depth", "head_command", "oldest_age", "parked_commands", "last_finished"]
     search_fields = ["key"]
     list_filter = [BlockedFilter]
-    readonly_fields = ["key", "next_seq", "last_served_at"]
+    readonly_fields = ["key", "next_seq"]
     list_per_page = 100
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[CommandKey]:
@@ -78,6 +75,11 @@ class CommandKeyAdmin(admin.ModelAdmin[CommandKey]):
                 head_name=Subquery(head.values("name")[:1]),
                 head_status=Subquery(head.values("status")[:1]),
                 oldest=Subquery(oldest),
+                finished=Subquery(
+                    Command.objects.filter(key=OuterRef("key"), finished_at__isnull=False)
+                    .order_by("-seq")
+                    .values("finished_at")[:1]
+                ),
             )
             .order_by("-parked", "-depth", "key")
         )
@@ -103,6 +105,10 @@ class CommandKeyAdmin(admin.ModelAdmin[CommandKey]):
             return "-"
         seconds = int((timezone.now() - oldest).total_seconds())
         return f"{seconds // 3600}h {seconds % 3600 // 60}m {seconds % 60}s"
+
+    @admin.display(description="last finished", ordering="finished")
+    def last_finished(self, obj: CommandKey) -> datetime | None:
+        return getattr(obj, "finished", None)
 
     @admin.display(description="parked", ordering="parked")
     def parked_commands(self, obj: CommandKey) -> str:
@@ -143,7 +149,7 @@ class CommandAdmin(admin.ModelAdmin[Command]):
             queryset = queryset.filter(key=key)
         return super().get_search_results(request, queryset, search_term)
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         return lookup == "key" or super().lookup_allowed(lookup, value, request)
 
     @admin.display(description="error")

@@ -11,16 +11,14 @@ from xcommands.choices import ACTIVE_STATUSES, LEASED_STATUSES, CommandStatus
 
 
 class CommandKey(models.Model):
-    """A job key: its row lock orders enqueues and claims; `next_seq` numbers its commands."""
+    """A job key: its row lock orders enqueues against completions; `next_seq` numbers its commands."""
 
     key = models.CharField(max_length=255, unique=True)
     next_seq = models.BigIntegerField(default=0)
-    last_served_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "command queue"
         verbose_name_plural = "command queues"
-        indexes = [models.Index(fields=["last_served_at"], name="xcmd_key_served_idx")]
 
     def __str__(self) -> str:
         return self.key
@@ -108,8 +106,12 @@ class Command(models.Model):
                 condition=Q(wake_at__isnull=False),
                 name="xcmd_wake_idx",
             ),
-            models.Index(fields=["key", "-seq"], name="xcmd_history_idx"),
-            models.Index(fields=["status", "-finished_at"], name="xcmd_status_idx"),
+            # Parked commands for the admin; history by key uses the (key, seq) unique index.
+            models.Index(
+                fields=["status"],
+                condition=Q(status=CommandStatus.PARKED),
+                name="xcmd_parked_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -8,8 +8,9 @@ from django.utils import timezone
 from xcommands.choices import CommandStatus, can_transition
 from xcommands.engine import ring_next_head
 from xcommands.errors import IllegalCommandTransition
-from xcommands.models import Command, CommandKey
+from xcommands.models import Command
 from xcommands.queue import ring_on_commit, ring_stale_after
+from xcommands.sql import lock_key
 
 
 def _entry(action: str, user: str) -> dict[str, str]:
@@ -47,7 +48,7 @@ def skip_command(command_id: int, user: str = "operator") -> Command:
                 f"command {command_id} is {command.status}; only PARKED or PENDING commands can be skipped"
             )
         now = timezone.now()
-        CommandKey.objects.filter(key=command.key).update(last_served_at=now)
+        lock_key(command.key)
         command.status = CommandStatus.CANCELLED
         command.finished_at = now
         command.wake_at = None

@@ -15,11 +15,11 @@ from functools import partial
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, OuterRef, QuerySet, Subquery
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from xcommands.choices import LEASED_STATUSES, CommandStatus
-from xcommands.models import Command, CommandKey
+from xcommands.models import Command
 from xcommands.queue import ring, ring_stale_after
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def expire_leases(now: datetime) -> int:
 
 
 def ring_due(now: datetime) -> int:
-    """Ring every waiting head whose wake time has come, least recently served keys first."""
+    """Ring every waiting head whose wake time has come, longest-waiting (least recently served) first."""
     stale = ring_stale_after()
     due = (
         Command.objects.filter(
@@ -97,8 +97,8 @@ def ring_due(now: datetime) -> int:
             status__in=(CommandStatus.PENDING, CommandStatus.ROLLING_BACK),
             lease_expires_at__isnull=True,
         )
-        .annotate(served=Subquery(CommandKey.objects.filter(key=OuterRef("key")).values("last_served_at")[:1]))
-        .order_by(F("served").asc(nulls_first=True), "wake_at")
+        # Longest-waiting heads first: the least recently served keys.
+        .order_by("wake_at")
     )
     rung = 0
     with transaction.atomic():

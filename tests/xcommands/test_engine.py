@@ -35,7 +35,8 @@ def traces(redis_url: str) -> Iterator[redis.Redis]:
 
     old = (app.conf.broker_url, app.conf.result_backend)
     _point_celery_at(app, redis_url, redis_url)
-    with override_settings(REDIS_URL=redis_url):
+    # One command per process() call unless a test asks for the drain (see its own test).
+    with override_settings(REDIS_URL=redis_url, COMMAND_DRAIN_MAX=1):
         yield redis.Redis.from_url(redis_url)
     _point_celery_at(app, *old)
 
@@ -43,6 +44,12 @@ def traces(redis_url: str) -> Iterator[redis.Redis]:
 def status_of(row: Command) -> str:
     row.refresh_from_db()
     return row.status
+
+
+def counter(client: redis.Redis, name: str) -> int:
+    """An integer Redis counter written by the test commands (0 when unset)."""
+    value = client.get(name)
+    return int(value) if value is not None else 0
 
 
 def effects(label: str) -> int:
@@ -103,7 +110,7 @@ def test_success_commits_effect_and_result() -> None:
     assert engine.process(row.pk) == "succeeded"
     row.refresh_from_db()
     assert row.status == CommandStatus.SUCCEEDED
-    assert row.result["label"] == "ok"
+    assert row.result is not None and row.result["label"] == "ok"
     assert row.attempts == 1
     assert effects("ok") == 1
     assert engine.process(row.pk) == "not-runnable"  # a duplicate doorbell does nothing
@@ -170,7 +177,7 @@ def test_retries_exhausted_roll_back_once(traces: redis.Redis) -> None:
     row.refresh_from_db()
     assert row.status == CommandStatus.FAILED
     assert row.attempts == 4
-    assert int(traces.get("rollbacks:doomed")) == 1
+    assert counter(traces, "rollbacks:doomed") == 1
     assert effects("doomed") == 0
 
 
@@ -180,7 +187,7 @@ def test_permanent_failure_skips_retries(traces: redis.Redis) -> None:
     assert engine.process(row.pk) == "failed"
     row.refresh_from_db()
     assert (row.status, row.attempts) == (CommandStatus.FAILED, 1)
-    assert int(traces.get("rollbacks:perm")) == 1
+    assert counter(traces, "rollbacks:perm") == 1
 
 
 def test_double_fault_parks_and_blocks_the_key(traces: redis.Redis) -> None:
@@ -252,7 +259,7 @@ def test_expired_lease_on_last_attempt_goes_to_rollback(traces: redis.Redis) -> 
     assert row.status == CommandStatus.ROLLING_BACK
     assert "lost" in row.last_error
     assert engine.process(row.pk) == "failed"
-    assert int(traces.get("rollbacks:lost")) == 1
+    assert counter(traces, "rollbacks:lost") == 1
 
 
 def test_enqueue_in_a_rolled_back_transaction_never_exists() -> None:
@@ -309,3 +316,31 @@ def test_backoff_grows_and_is_capped() -> None:
 def test_exception_classification(exc: BaseException, kind: str) -> None:
     """Transient errors retry; permanent and unknown ones go straight to rollback."""
     assert TraceXCommand.classify(exc) == kind
+
+
+def test_a_doorbell_drains_its_key_within_the_quantum(traces: redis.Redis) -> None:
+    """After a commit the worker runs the key's next head of the same class itself, up to the quantum."""
+    rows = [enqueue(TraceXCommand(key="drain", label=f"d{i}")) for i in range(5)]
+    other = enqueue(MarkerXCommand(key="drain"))
+    with override_settings(COMMAND_DRAIN_MAX=3, COMMAND_DRAIN_QUANTUM_MS=10_000):
+        assert engine.process(rows[0].pk) == "succeeded"
+    statuses = [status_of(row) for row in rows]
+    assert statuses == [CommandStatus.SUCCEEDED] * 3 + [CommandStatus.PENDING] * 2
+    with override_settings(COMMAND_DRAIN_MAX=10, COMMAND_DRAIN_QUANTUM_MS=10_000):
+        assert engine.process(rows[3].pk) == "succeeded"
+    # A different command class ends the drain: its own doorbell is rung instead.
+    assert [status_of(row) for row in rows[3:]] == [CommandStatus.SUCCEEDED] * 2
+    assert status_of(other) == CommandStatus.PENDING
+    starts = [e["label"] for e in read_trace(traces, "drain") if e["event"] == "start"]
+    assert starts == [f"d{i}" for i in range(5)]
+
+
+def test_a_spent_quantum_rings_the_next_head_instead(traces: redis.Redis) -> None:
+    """With the time quantum spent, the next head is left to its doorbell."""
+    rows = [enqueue(TraceXCommand(key="q", label=f"q{i}")) for i in range(3)]
+    with override_settings(COMMAND_DRAIN_MAX=10, COMMAND_DRAIN_QUANTUM_MS=0):
+        assert engine.process(rows[0].pk) == "succeeded"
+    assert [status_of(row) for row in rows] == [
+        CommandStatus.SUCCEEDED, CommandStatus.PENDING, CommandStatus.PENDING,
+    ]
+    assert traces.llen("commands") >= 1  # the doorbell of q1 went to the broker

@@ -1,0 +1,54 @@
+"""`manage.py bench <name>`: benchmarks that print their figures (ratios against a same-run baseline)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from xcommands.benchmarks import run_keyed_queue_bench
+
+    return run_keyed_queue_bench(options["commands"], options["keys"], options["workers"], log)
+
+
+BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str, Any]]] = {
+    "keyed-queue": _keyed_queue,
+}
+
+
+class Command(BaseCommand):
+    """Run a named benchmark; progress goes to stderr, figures to stdout."""
+
+    help = "Run a benchmark and print its figures (keyed-queue, ...)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        """The benchmark's name and its sizes."""
+        parser.add_argument("name", help="which benchmark: " + ", ".join(sorted(BENCHMARKS)))
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--commands", type=int, default=3000)
+        parser.add_argument("--keys", type=int, default=50)
+        parser.add_argument("--workers", type=int, default=2)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """Dispatch to the named benchmark."""
+        runner = BENCHMARKS.get(options["name"])
+        if runner is None:
+            raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
+        for name in ("commands", "keys", "workers"):
+            if name in options and options[name] < 1:
+                raise CommandError(f"--{name} must be at least 1")
+
+        def log(line: str) -> None:
+            self.stderr.write(line)
+            self.stderr.flush()
+
+        figures = runner(options, log)
+        if options["json"]:
+            self.stdout.write(json.dumps(figures))
+        else:
+            for key, value in figures.items():
+                self.stdout.write(f"{key:36} {value}")
