@@ -32,6 +32,7 @@ def test_admin_login_page_is_served(client: Client) -> None:
     response = client.get("/admin/", follow=True)
     assert response.status_code == 200
     assert b"Log in" in response.content
+    assert b"Scheduler operations" in response.content  # templates/admin/base_site.html
 
 
 def test_api_root_needs_authentication(client: Client, django_user_model: type[User]) -> None:
