@@ -140,11 +140,18 @@ COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
 KEYED_JOB_ALLOWED_TASKS = env_list("KEYED_JOB_ALLOWED_TASKS", ["actions.*", "examples.*"])
 # Extra modules every worker imports (tasks of plug-ins, or of the test suite).
 CELERY_IMPORTS = env_list("EXTRA_TASK_MODULES", [])
+# Finished commands (the engine's history) are kept this long.
+COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
 CELERY_BEAT_SCHEDULE = {
     "xcommands-recovery-sweep": {
         "task": "xcommands.service.sweep",
         "schedule": float(COMMAND_SWEEP_SECONDS),
         "options": {"expires": float(COMMAND_SWEEP_SECONDS)},
+    },
+    "xcommands-purge-history": {
+        "task": "xcommands.service.purge",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
     },
 }
 

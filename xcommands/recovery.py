@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from xcommands.choices import LEASED_STATUSES, CommandStatus
+from xcommands.choices import LEASED_STATUSES, TERMINAL_STATUSES, CommandStatus
 from xcommands.models import Command
 from xcommands.queue import ring, ring_stale_after
 
@@ -121,3 +121,22 @@ def sweep(now: datetime | None = None) -> SweepReport:
     expired = expire_leases(now)
     rung = ring_due(now)
     return SweepReport(leases_expired=expired, rung=rung)
+
+
+def purge_finished(now: datetime, older_than: timedelta, batch: int = 5000) -> int:
+    """Delete finished commands older than the retention window, in bounded batches.
+
+    Only terminal commands go; key rows stay (their sequence numbers must never restart
+    while an enqueue could be upserting them).
+    """
+    cutoff = now - older_than
+    deleted = 0
+    while True:
+        ids = list(
+            Command.objects.filter(status__in=TERMINAL_STATUSES, finished_at__lt=cutoff)
+            .order_by("finished_at")
+            .values_list("pk", flat=True)[:batch]
+        )
+        if not ids:
+            return deleted
+        deleted += Command.objects.filter(pk__in=ids, status__in=TERMINAL_STATUSES).delete()[0]

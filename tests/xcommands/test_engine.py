@@ -20,7 +20,7 @@ from xcommands.choices import TRANSITIONS, CommandStatus
 from xcommands.errors import IllegalCommandTransition, TransientError, UnknownCommand
 from xcommands.models import Command
 from xcommands.queue import enqueue
-from xcommands.recovery import sweep
+from xcommands.recovery import purge_finished, sweep
 
 from .commands import MarkerXCommand, TraceXCommand, read_trace
 
@@ -344,3 +344,17 @@ def test_a_spent_quantum_rings_the_next_head_instead(traces: redis.Redis) -> Non
         CommandStatus.SUCCEEDED, CommandStatus.PENDING, CommandStatus.PENDING,
     ]
     assert traces.llen("commands") >= 1  # the doorbell of q1 went to the broker
+
+
+def test_purge_deletes_only_old_finished_commands() -> None:
+    """Finished commands past the retention window go; active and recent ones stay."""
+    old_done = enqueue(TraceXCommand(key="p", label="old", effect=False))
+    assert engine.process(old_done.pk) == "succeeded"
+    recent_done = enqueue(TraceXCommand(key="p", label="recent", effect=False))
+    assert engine.process(recent_done.pk) == "succeeded"
+    waiting = enqueue(TraceXCommand(key="p2", label="waiting"))
+    Command.objects.filter(pk__in=[old_done.pk, waiting.pk]).update(
+        finished_at=timezone.now() - timedelta(days=40), enqueued_at=timezone.now() - timedelta(days=40)
+    )
+    assert purge_finished(timezone.now(), timedelta(days=30), batch=1) == 1
+    assert set(Command.objects.values_list("pk", flat=True)) == {recent_done.pk, waiting.pk}
