@@ -77,6 +77,13 @@ DATABASES = {
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"), BASE_DIR
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # A paused or partitioned worker inside a transaction keeps its row locks; the server
+    # ends such a session after this long, so a rescuer never waits on a zombie for long.
+    _idle_ms = env_int("DB_IDLE_IN_TRANSACTION_SECONDS", 2 * env_int("COMMAND_LEASE_SECONDS", 60)) * 1000
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "options", f"-c idle_in_transaction_session_timeout={_idle_ms}"
+    )
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A fresh checkout has no ./var yet: SQLite needs the directory of its file to exist.
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.database)
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """Tests create many users: a cheap hasher keeps them fast (production keeps PBKDF2)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One private redis-server for the whole test session."""

@@ -118,3 +118,15 @@ def test_tasks_are_routed_by_name(task_name: str, queue: str) -> None:
     from project.celery import route_task
 
     assert route_task(task_name, (), {}, {}) == {"queue": queue}
+
+
+def test_postgres_sessions_end_idle_transactions_after_two_leases() -> None:
+    """On PostgreSQL a zombie's open transaction is ended by the server after 2 x lease."""
+    env = dict(os.environ, DATABASE_URL="postgres://u@db.example:5432/sched", COMMAND_LEASE_SECONDS="45")
+    code = "from django.conf import settings; print(settings.DATABASES['default']['OPTIONS']['options'])"
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", f"import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'project.settings'); django.setup(); {code}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "-c idle_in_transaction_session_timeout=90000"
