@@ -1,0 +1,75 @@
+"""The pure time line: Oozie datetimes, time zones, frequencies, nominal times, dataset instances.
+
+No Django, no Celery, no clock: every function takes aware datetimes and returns values or
+raises a TimelineError.
+"""
+
+from __future__ import annotations
+
+from datasets.timeline.datetimes import (
+    available_timezone_ids,
+    format_datetime,
+    from_wall,
+    parse_datetime,
+    require_aware,
+    resolve_timezone,
+    to_local,
+)
+from datasets.timeline.errors import (
+    InvalidDatetimeError,
+    InvalidFrequencyError,
+    NaiveDatetimeError,
+    TimelineError,
+    TooManyInstancesError,
+    UnknownTimezoneError,
+)
+from datasets.timeline.frequency import Frequency, TimeUnit, parse_frequency
+from datasets.timeline.instances import (
+    DatasetTimeline,
+    days_in_month,
+    hours_in_day,
+    shift,
+    tz_offset,
+)
+from datasets.timeline.stepping import (
+    count_before,
+    first_nominal_time,
+    frequency_minutes,
+    iter_nominal_times,
+    minutes_in_days,
+    minutes_in_months,
+    nominal_time,
+)
+from datasets.timeline.uritemplate import expand_uri_template
+
+__all__ = [
+    "DatasetTimeline",
+    "Frequency",
+    "InvalidDatetimeError",
+    "InvalidFrequencyError",
+    "NaiveDatetimeError",
+    "TimeUnit",
+    "TimelineError",
+    "TooManyInstancesError",
+    "UnknownTimezoneError",
+    "available_timezone_ids",
+    "count_before",
+    "days_in_month",
+    "expand_uri_template",
+    "first_nominal_time",
+    "format_datetime",
+    "frequency_minutes",
+    "from_wall",
+    "hours_in_day",
+    "iter_nominal_times",
+    "minutes_in_days",
+    "minutes_in_months",
+    "nominal_time",
+    "parse_datetime",
+    "parse_frequency",
+    "require_aware",
+    "resolve_timezone",
+    "shift",
+    "to_local",
+    "tz_offset",
+]

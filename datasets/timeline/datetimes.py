@@ -1,0 +1,115 @@
+"""Oozie datetimes (`YYYY-MM-DDTHH:mmZ`, `24:00` = next day) and time zone identifiers."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from datasets.timeline.errors import InvalidDatetimeError, NaiveDatetimeError, UnknownTimezoneError
+
+_DATETIME = re.compile(
+    r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})T(?P<h>\d{2}):(?P<mi>\d{2})"
+    r"(?P<tz>Z|[+-]\d{4}|[+-]\d{2}:\d{2})$"
+)
+_GMT_OFFSET = re.compile(r"^GMT(?P<sign>[+-])(?P<h>\d{1,2}):?(?P<m>\d{2})?$")
+MAX_TEXT = 64
+
+
+def require_aware(value: datetime, what: str = "datetime") -> datetime:
+    """Return value if it carries a time zone, else NaiveDatetimeError."""
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise NaiveDatetimeError(f"{what} {value!r} has no time zone; the time line takes aware datetimes only")
+    return value
+
+
+def _offset(text: str) -> timedelta:
+    if text == "Z":
+        return timedelta(0)
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:])
+    if hours > 23 or minutes > 59:
+        raise ValueError("offset out of range")
+    return sign * timedelta(hours=hours, minutes=minutes)
+
+
+def parse_datetime(text: str) -> datetime:
+    """Parse `YYYY-MM-DDTHH:mmZ` or `YYYY-MM-DDTHH:mm+HHMM` to an aware UTC datetime.
+
+    `24:00` is the next day's `00:00` (spec 4.1.1); seconds are not part of the format.
+    """
+    if not isinstance(text, str) or len(text) > MAX_TEXT:
+        raise InvalidDatetimeError(f"{text!r} is not a datetime (expected YYYY-MM-DDTHH:mmZ)")
+    match = _DATETIME.match(text.strip())
+    if match is None:
+        raise InvalidDatetimeError(f"{text!r} is not a datetime (expected YYYY-MM-DDTHH:mmZ)")
+    hour, minute = int(match["h"]), int(match["mi"])
+    end_of_day = hour == 24 and minute == 0
+    try:
+        local = wall(int(match["y"]), int(match["mo"]), int(match["d"]), 0 if end_of_day else hour, minute)
+        offset = _offset(match["tz"])
+    except ValueError as exc:
+        raise InvalidDatetimeError(f"{text!r} is not a valid datetime: {exc}") from None
+    if end_of_day:
+        local += timedelta(days=1)
+    try:
+        return local.replace(tzinfo=timezone(offset)).astimezone(UTC)
+    except OverflowError:
+        raise InvalidDatetimeError(f"{text!r} is out of range") from None
+
+
+def format_datetime(value: datetime) -> str:
+    """Format an aware datetime as `YYYY-MM-DDTHH:mmZ` in UTC."""
+    return require_aware(value).astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def resolve_timezone(name: str) -> tzinfo:
+    """A zoneinfo name (`America/Los_Angeles`), `UTC`/`GMT`, or a fixed `GMT+05:30` offset."""
+    if not isinstance(name, str) or not name or len(name) > MAX_TEXT:
+        raise UnknownTimezoneError(f"unknown time zone {name!r}")
+    text = name.strip()
+    if text in {"UTC", "GMT", "Z"}:
+        return UTC
+    match = _GMT_OFFSET.match(text)
+    if match:
+        hours, minutes = int(match["h"]), int(match["m"] or 0)
+        if hours > 23 or minutes > 59:
+            raise UnknownTimezoneError(f"time zone offset {name!r} is out of range")
+        delta = timedelta(hours=hours, minutes=minutes)
+        return timezone(-delta if match["sign"] == "-" else delta, name=text)
+    if ".." in text or text.startswith("/") or not re.fullmatch(r"[A-Za-z0-9_+\-/]+", text):
+        raise UnknownTimezoneError(f"unknown time zone {name!r}")
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise UnknownTimezoneError(
+            f"unknown time zone {name!r} (use a zoneinfo name such as America/Los_Angeles, or GMT+05:30)"
+        ) from None
+
+
+def available_timezone_ids() -> list[str]:
+    """Every zoneinfo identifier this installation understands, sorted (the tool of spec 4.2)."""
+    return sorted(available_timezones())
+
+
+def wall(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    """A wall-clock time with no zone: calendar arithmetic happens on these, then from_wall()."""
+    return datetime(year, month, day, hour, minute)  # noqa: DTZ001 - zone-less by definition
+
+
+def to_local(value: datetime, tz: tzinfo) -> datetime:
+    """The wall-clock time of an instant in tz (aware, in tz)."""
+    return require_aware(value).astimezone(tz)
+
+
+def from_wall(wall: datetime, tz: tzinfo) -> datetime:
+    """The UTC instant of a naive wall-clock time in tz.
+
+    A wall time skipped by a DST gap moves forward by the gap (02:30 -> 03:30, as Java's
+    lenient Calendar does); an ambiguous one (the repeated hour) takes the first, earlier
+    instant.
+    """
+    # With fold=0, zoneinfo reads a skipped wall time with the offset from before the gap
+    # (so the instant lands after it, shifted by the gap) and a repeated one as the first.
+    return wall.replace(tzinfo=tz, fold=0).astimezone(UTC)

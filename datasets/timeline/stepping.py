@@ -1,0 +1,167 @@
+"""Nominal times of a recurrence: start + k * frequency, in calendar terms in its time zone.
+
+Every nominal time is computed from the first one (never by repeated addition), as Oozie
+does, so month-end clamping never drifts (Jan 31, Feb 28, Mar 31, ...) and a daily job at
+local midnight stays at local midnight across 23- and 25-hour days.
+"""
+
+from __future__ import annotations
+
+from calendar import monthrange
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, tzinfo
+
+from datasets.timeline.datetimes import from_wall, require_aware, to_local, wall
+from datasets.timeline.errors import InvalidFrequencyError, TimelineError
+from datasets.timeline.frequency import Frequency, TimeUnit
+
+MAX_CRON_STEPS = 1_000_000
+
+
+def add_months(wall: datetime, months: int) -> datetime:
+    """Add calendar months to a wall time, clamping the day to the month's length (Jan 31 + 1 = Feb 28/29)."""
+    total = wall.year * 12 + (wall.month - 1) + months
+    year, month0 = divmod(total, 12)
+    if not 1 <= year <= 9999:
+        raise TimelineError(f"date out of range: {months} months from {wall:%Y-%m-%d}")
+    month = month0 + 1
+    return wall.replace(year=year, month=month, day=min(wall.day, monthrange(year, month)[1]))
+
+
+def _wall(value: datetime, tz: tzinfo) -> datetime:
+    return to_local(value, tz).replace(tzinfo=None)
+
+
+def first_nominal_time(start: datetime, frequency: Frequency, tz: tzinfo) -> datetime:
+    """The first occurrence: start itself, or moved to the end of its local day/month, or the first cron match."""
+    require_aware(start, "start")
+    if frequency.unit is TimeUnit.END_OF_DAY:
+        local = _wall(start, tz)
+        return from_wall(wall(local.year, local.month, local.day) + timedelta(days=1), tz)
+    if frequency.unit is TimeUnit.END_OF_MONTH:
+        local = _wall(start, tz)
+        return from_wall(add_months(wall(local.year, local.month, 1), 1), tz)
+    if frequency.unit is TimeUnit.CRON:
+        from datasets.timeline.cron import CronSchedule
+
+        found = CronSchedule.parse(frequency.cron or "").next_at_or_after(start, tz)
+        if found is None:
+            raise InvalidFrequencyError(f"cron frequency {frequency.cron!r} never fires")
+        return found
+    return start.astimezone(UTC)
+
+
+def step(base: datetime, k: int, frequency: Frequency, tz: tzinfo) -> datetime:
+    """base moved by k frequency steps (k may be negative); not for cron frequencies."""
+    fixed = frequency.fixed_minutes()
+    try:
+        if fixed is not None:
+            return base + timedelta(minutes=fixed * k)
+        if frequency.unit is TimeUnit.CRON:
+            raise InvalidFrequencyError("cron frequencies are stepped by CronSchedule, not by k")
+        wall = _wall(base, tz)
+        if frequency.base_unit() is TimeUnit.DAY:
+            return from_wall(wall + timedelta(days=frequency.step_amount() * k), tz)
+        return from_wall(add_months(wall, frequency.step_amount() * k), tz)
+    except OverflowError:
+        raise TimelineError(f"date out of range: {k} steps of {frequency} from {base.isoformat()}") from None
+
+
+def nominal_time(start: datetime, n: int, frequency: Frequency, tz: tzinfo) -> datetime:
+    """The n-th (0-based) nominal time; O(1) except for cron frequencies."""
+    first = first_nominal_time(start, frequency, tz)
+    if frequency.unit is TimeUnit.CRON:
+        for index, value in enumerate(iter_nominal_times(start, None, frequency, tz)):
+            if index == n:
+                return value
+        raise TimelineError("unreachable")  # pragma: no cover - the iterator is infinite
+    return step(first, n, frequency, tz)
+
+
+def iter_nominal_times(
+    start: datetime, end: datetime | None, frequency: Frequency, tz: tzinfo, *, limit: int | None = None
+) -> Iterator[datetime]:
+    """Nominal times from start, stopping before end (exclusive) or after limit items."""
+    if end is not None:
+        require_aware(end, "end")
+    produced = 0
+    if frequency.unit is TimeUnit.CRON:
+        from datasets.timeline.cron import CronSchedule
+
+        schedule = CronSchedule.parse(frequency.cron or "")
+        current = schedule.next_at_or_after(start, tz)
+        while current is not None and (end is None or current < end) and (limit is None or produced < limit):
+            yield current
+            produced += 1
+            current = schedule.next_at_or_after(current + timedelta(minutes=1), tz)
+        return
+    first = first_nominal_time(start, frequency, tz)
+    k = 0
+    while limit is None or produced < limit:
+        value = step(first, k, frequency, tz)
+        if end is not None and value >= end:
+            return
+        yield value
+        produced += 1
+        k += 1
+
+
+def count_before(start: datetime, moment: datetime, frequency: Frequency, tz: tzinfo) -> int:
+    """How many nominal times fall strictly before moment (the actions due by then); O(1) for non-cron."""
+    require_aware(moment, "moment")
+    if frequency.unit is TimeUnit.CRON:
+        count = 0
+        for _ in iter_nominal_times(start, moment, frequency, tz, limit=MAX_CRON_STEPS):
+            count += 1
+        return count
+    first = first_nominal_time(start, frequency, tz)
+    if moment <= first:
+        return 0
+    # Index of the last nominal time < moment, then count = index + 1.
+    k = floor_index(first, moment - timedelta(microseconds=1), frequency, tz)
+    return k + 1
+
+
+def floor_index(first: datetime, moment: datetime, frequency: Frequency, tz: tzinfo) -> int:
+    """The largest k with step(first, k) <= moment (k may be negative)."""
+    fixed = frequency.fixed_minutes()
+    if fixed is not None:
+        return int((moment - first) // timedelta(minutes=fixed))
+    a, b = _wall(first, tz), _wall(moment, tz)
+    size = frequency.step_amount()
+    if frequency.base_unit() is TimeUnit.DAY:
+        estimate = (b.date() - a.date()).days // size
+    else:
+        estimate = ((b.year - a.year) * 12 + (b.month - a.month)) // size
+    k = estimate
+    while step(first, k, frequency, tz) > moment:
+        k -= 1
+    while step(first, k + 1, frequency, tz) <= moment:
+        k += 1
+    return k
+
+
+def minutes_in_days(nominal: datetime, n: int, tz: tzinfo) -> int:
+    """coord:days(n) as minutes: n whole local days starting with the nominal time's day (DST aware)."""
+    local = _wall(nominal, tz)
+    day = wall(local.year, local.month, local.day)
+    return int((from_wall(day + timedelta(days=n), tz) - from_wall(day, tz)) // timedelta(minutes=1))
+
+
+def minutes_in_months(nominal: datetime, n: int, tz: tzinfo) -> int:
+    """coord:months(n) as minutes: n whole local months starting with the nominal time's month."""
+    local = _wall(nominal, tz)
+    month = wall(local.year, local.month, 1)
+    return int((from_wall(add_months(month, n), tz) - from_wall(month, tz)) // timedelta(minutes=1))
+
+
+def frequency_minutes(frequency: Frequency, nominal: datetime, tz: tzinfo) -> int:
+    """The frequency's length in minutes at a nominal time (the integer Oozie's EL functions return)."""
+    fixed = frequency.fixed_minutes()
+    if fixed is not None:
+        return fixed
+    if frequency.base_unit() is TimeUnit.DAY:
+        return minutes_in_days(nominal, frequency.step_amount(), tz)
+    if frequency.unit is TimeUnit.CRON:
+        raise InvalidFrequencyError("a cron frequency has no length in minutes")
+    return minutes_in_months(nominal, frequency.step_amount(), tz)
