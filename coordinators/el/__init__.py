@@ -1,0 +1,59 @@
+"""A safe JSP-EL engine for Oozie expressions: real parser, no eval, typed errors, phases.
+
+Pure: no Django or Celery, no clock. The coord: function library plugs in as ELFunctions.
+"""
+
+from __future__ import annotations
+
+from coordinators.el.constants import default_variables
+from coordinators.el.errors import (
+    ELError,
+    ELEvaluationError,
+    ELLimitError,
+    ELPhaseError,
+    ELSyntaxError,
+    ELUnknownFunction,
+    ELUnresolvedVariable,
+)
+from coordinators.el.evaluator import evaluate_node, to_bool, to_number, to_text
+from coordinators.el.functions import ALL_PHASES, ELContext, ELFunction, FunctionRegistry, Phase
+from coordinators.el.nodes import Node, calls_in, variables_in
+from coordinators.el.parser import parse_expression
+from coordinators.el.template import (
+    Expression,
+    evaluate,
+    evaluate_to_string,
+    parse_template,
+    partially_resolve,
+    unresolved_variables,
+)
+
+__all__ = [
+    "ALL_PHASES",
+    "ELContext",
+    "ELError",
+    "ELEvaluationError",
+    "ELFunction",
+    "ELLimitError",
+    "ELPhaseError",
+    "ELSyntaxError",
+    "ELUnknownFunction",
+    "ELUnresolvedVariable",
+    "Expression",
+    "FunctionRegistry",
+    "Node",
+    "Phase",
+    "calls_in",
+    "default_variables",
+    "evaluate",
+    "evaluate_node",
+    "evaluate_to_string",
+    "parse_expression",
+    "parse_template",
+    "partially_resolve",
+    "to_bool",
+    "to_number",
+    "to_text",
+    "unresolved_variables",
+    "variables_in",
+]
