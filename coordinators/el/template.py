@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from coordinators.el.errors import ELLimitError, ELSyntaxError, ELUnresolvedVariable
@@ -47,7 +48,17 @@ def _closing_brace(text: str, start: int) -> int:
 
 
 def parse_template(text: str) -> tuple[Segment, ...]:
-    """Split text into literal strings and expressions; `\\${` is a literal `${`."""
+    """Split text into literal strings and expressions; `\\${` is a literal `${`.
+
+    Results are cached: materialization parses the same texts for every action.
+    """
+    if len(text) > MAX_TEMPLATE:
+        raise ELLimitError(f"text longer than {MAX_TEMPLATE} characters", text[:80] + "...")
+    return _parse_template(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_template(text: str) -> tuple[Segment, ...]:
     if len(text) > MAX_TEMPLATE:
         raise ELLimitError(f"text longer than {MAX_TEMPLATE} characters", text[:80] + "...")
     segments: list[Segment] = []

@@ -25,11 +25,19 @@ from datasets.timeline.errors import (
 )
 from datasets.timeline.frequency import Frequency, TimeUnit, parse_frequency
 from datasets.timeline.instances import (
+    DEFAULT_MAX_INSTANCES,
     DatasetTimeline,
     days_in_month,
     hours_in_day,
     shift,
     tz_offset,
+)
+from datasets.timeline.javaformat import (
+    date_offset,
+    date_tz_offset,
+    epoch_time,
+    format_java,
+    format_time,
 )
 from datasets.timeline.stepping import (
     count_before,
@@ -43,6 +51,7 @@ from datasets.timeline.stepping import (
 from datasets.timeline.uritemplate import expand_uri_template
 
 __all__ = [
+    "DEFAULT_MAX_INSTANCES",
     "DatasetTimeline",
     "Frequency",
     "InvalidDatetimeError",
@@ -54,10 +63,15 @@ __all__ = [
     "UnknownTimezoneError",
     "available_timezone_ids",
     "count_before",
+    "date_offset",
+    "date_tz_offset",
     "days_in_month",
+    "epoch_time",
     "expand_uri_template",
     "first_nominal_time",
     "format_datetime",
+    "format_java",
+    "format_time",
     "frequency_minutes",
     "from_wall",
     "hours_in_day",

@@ -111,7 +111,7 @@ class Frequency:
         return self.amount * 12 if self.unit is TimeUnit.YEAR else self.amount
 
 
-_PLAIN = re.compile(r"^\s*\d+\s*$")
+_PLAIN = re.compile(r"^[ \t]*[0-9]+[ \t]*$")
 
 
 def parse_frequency(text: str) -> Frequency:
@@ -120,7 +120,7 @@ def parse_frequency(text: str) -> Frequency:
         raise InvalidFrequencyError(f"frequency {text!r} is not understood")
     if _PLAIN.match(text):
         return Frequency.minutes(int(text))
-    if re.match(r"^\s*-\d+\s*$", text):
+    if re.match(r"^[ \t]*-[0-9]+[ \t]*$", text):
         raise InvalidFrequencyError(f"frequency must be positive, got {text.strip()}")
     if len(text.split()) == 5:
         return Frequency.from_cron(text)

@@ -7,7 +7,7 @@ zone (k >= 0). Instances before the initial one are silently dropped (spec 6.6.1
 from __future__ import annotations
 
 from calendar import monthrange
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
 from datasets.timeline.datetimes import from_wall, require_aware, to_local, wall
@@ -26,16 +26,14 @@ class DatasetTimeline:
     initial_instance: datetime
     frequency: Frequency
     tz: tzinfo
+    #: Instance 0 (the initial instance, moved to the end of its day/month for endOf* frequencies).
+    first: datetime = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         require_aware(self.initial_instance, "initial-instance")
         if self.frequency.unit is TimeUnit.CRON:
             raise InvalidFrequencyError("a dataset frequency cannot be a cron expression")
-
-    @property
-    def first(self) -> datetime:
-        """Instance 0 (the initial instance, moved to the end of its day/month for endOf* frequencies)."""
-        return first_nominal_time(self.initial_instance, self.frequency, self.tz)
+        object.__setattr__(self, "first", first_nominal_time(self.initial_instance, self.frequency, self.tz))
 
     def instance(self, k: int) -> datetime:
         """The nominal time of instance k (k may be negative: a time before the initial instance)."""
@@ -72,7 +70,7 @@ class DatasetTimeline:
         return self.instance(k) if k >= 0 else None
 
     def between(self, first_index: int, last_index: int, *, max_instances: int = DEFAULT_MAX_INSTANCES) -> list[datetime]:
-        """Instances first_index..last_index (inclusive), latest first as Oozie lists them.
+        """Instances first_index..last_index (inclusive), oldest first as the spec's examples list them.
 
         Indexes before the initial instance are dropped. The count is checked before any
         instance is computed, so a hostile range such as current(-1000000000) costs nothing.
@@ -85,7 +83,7 @@ class DatasetTimeline:
             raise TooManyInstancesError(
                 f"the range resolves to {count} instances; at most {max_instances} are allowed"
             )
-        return [self.instance(k) for k in range(last_index, low - 1, -1)]
+        return [self.instance(k) for k in range(low, last_index + 1)]
 
 
 def shift(moment: datetime, n: int, unit: str, tz: tzinfo) -> datetime:

@@ -233,4 +233,4 @@ def test_instances_before_the_initial_instance_are_dropped() -> None:
     assert sizes[:3] == [2, 3, 4]  # the first action at 01:00 already sees 00:00 and 01:00
     assert sizes[22:] == [24, 24, 24, 24]
     first = logs.between(logs.current_index(starts[0], -23), logs.current_index(starts[0], 0))
-    assert [fmt(t) for t in first] == ["2009-01-01T01:00Z", "2009-01-01T00:00Z"]
+    assert [fmt(t) for t in first] == ["2009-01-01T00:00Z", "2009-01-01T01:00Z"]

@@ -15,8 +15,15 @@ def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[st
     return run_keyed_queue_bench(options["commands"], options["keys"], options["workers"], log)
 
 
+def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from coordinators.benchmarks import run_materialize_plan_bench
+
+    return run_materialize_plan_bench(options["actions"], log)
+
+
 BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str, Any]]] = {
     "keyed-queue": _keyed_queue,
+    "materialize-plan": _materialize_plan,
 }
 
 
@@ -32,13 +39,14 @@ class Command(BaseCommand):
         parser.add_argument("--commands", type=int, default=3000)
         parser.add_argument("--keys", type=int, default=50)
         parser.add_argument("--workers", type=int, default=2)
+        parser.add_argument("--actions", type=int, default=100_000, help="materialize-plan: actions to plan")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch to the named benchmark."""
         runner = BENCHMARKS.get(options["name"])
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
-        for name in ("commands", "keys", "workers"):
+        for name in ("commands", "keys", "workers", "actions"):
             if name in options and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 

@@ -1,0 +1,74 @@
+"""Dry-run: job properties file in, every action's plan out; no database, no storage."""
+
+from __future__ import annotations
+
+import getpass
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from coordinators.definitions import DefinitionError, load_configuration, parse_coordinator
+from coordinators.plan import iter_action_plans, resolve_coordinator
+
+APP_PATH_PROPERTY = "oozie.coord.application.path"
+MAX_FILE_BYTES = 1_048_576
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise DefinitionError(f"{what} {path} is larger than {MAX_FILE_BYTES} bytes", source=str(path))
+        return path.read_bytes()
+    except OSError as exc:
+        raise DefinitionError(f"cannot read {what} {path}: {exc.strerror or exc}", source=str(path)) from None
+
+
+def locate_application(properties_file: Path, app_path: str) -> Path:
+    """The coordinator XML named by oozie.coord.application.path: relative, absolute or file:// (a directory means coordinator.xml in it)."""
+    if "://" in app_path:
+        parts = urlsplit(app_path)
+        if parts.scheme != "file":
+            raise DefinitionError(f"{APP_PATH_PROPERTY}={app_path!r}: dry-run reads local files (file://) only", source=str(properties_file))
+        path = Path(parts.path)
+    else:
+        path = Path(app_path)
+        if not path.is_absolute():
+            path = properties_file.parent / path
+    if path.is_dir():
+        path = path / "coordinator.xml"
+    return path
+
+
+def dryrun(config: Path, *, now: datetime, max_actions: int, processing_timezone: str = "UTC") -> dict[str, Any]:
+    """Plans of up to max_actions actions, in the dry-run JSON shape."""
+    properties = load_configuration(_read(config, "configuration"), str(config))
+    app_path = properties.get(APP_PATH_PROPERTY)
+    if not app_path:
+        raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source=str(config))
+    xml_path = locate_application(config, app_path)
+    app = parse_coordinator(_read(xml_path, "coordinator application"), str(xml_path), app_dir=str(xml_path.parent))
+    user = properties.get("user.name") or getpass.getuser()
+    resolved = resolve_coordinator(app, properties, user=user, processing_timezone=processing_timezone)
+    plans = iter_action_plans(resolved, now=now, max_actions=max_actions)
+    return {"actions": [plan.as_json() for plan in plans]}
+
+
+def as_text(result: dict[str, Any]) -> str:
+    """A readable rendering of the dry-run result."""
+    lines = []
+    for action in result["actions"]:
+        lines.append(f"action {action['number']}  nominal {action['nominal_time']}  app {action['app_path']}")
+        for kind in ("data_in", "data_out"):
+            for name, uris in action[kind].items():
+                lines.append(f"  {kind.replace('_', '-')} {name}: {', '.join(uris) if uris else '(none)'}")
+        for name, value in action["configuration"].items():
+            lines.append(f"  {name} = {value}")
+    lines.append(f"{len(result['actions'])} action(s)")
+    return "\n".join(lines)
+
+
+def dumps(result: dict[str, Any]) -> str:
+    """JSON output."""
+    return json.dumps(result, indent=2)

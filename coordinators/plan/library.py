@@ -1,0 +1,166 @@
+"""The coord: EL function library, by phase (DESIGN section 6).
+
+Functions read their context from ELContext.extra:
+  "user", "conf"          submitting user, job properties (every phase)
+  "nominal", "actual"     the action's nominal and actual (creation) time (creation, start)
+  "job_tz", "processing_tz"
+  "dataset"               the ResolvedDataset an <instance> expression is evaluated for
+  "role"                  "instance", "start" or "end": how coord:offset lines up with instances
+  "data_in", "data_out"   resolved URIs per event name (for coord:dataIn / coord:dataOut)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from coordinators.el import ELContext, ELEvaluationError, ELFunction, FunctionRegistry, Phase
+from datasets.timeline import (
+    Frequency,
+    date_offset,
+    date_tz_offset,
+    days_in_month,
+    epoch_time,
+    format_datetime,
+    format_time,
+    hours_in_day,
+    resolve_timezone,
+    tz_offset,
+)
+
+SUBMISSION_ONWARDS = frozenset({Phase.SUBMISSION, Phase.CREATION, Phase.START})
+CREATION_ONWARDS = frozenset({Phase.CREATION, Phase.START})
+START_ONLY = frozenset({Phase.START})
+STORAGE_FUNCTIONS = frozenset({"coord:latest", "coord:future"})
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRef:
+    """What coord:current / coord:offset return: a dataset instance index and its time."""
+
+    index: int
+    time: datetime | None  # None: before the initial instance (dropped)
+
+    def __str__(self) -> str:
+        return format_datetime(self.time) if self.time is not None else ""
+
+
+class FrequencyValue(Frequency):
+    """A Frequency that EL arithmetic can scale: ${coord:days(1) * 7}."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def el_binary(op: str, left: Any, right: Any) -> Any:
+        """Only multiplication by a positive integer is meaningful."""
+        freq, factor = (left, right) if isinstance(left, Frequency) else (right, left)
+        if op != "*" or isinstance(factor, bool) or not isinstance(factor, int) or not isinstance(freq, Frequency):
+            return NotImplemented
+        return FrequencyValue(freq.amount * factor, freq.unit, freq.cron)
+
+
+def _frequency(kind: str) -> ELFunction:
+    def build(ctx: ELContext, n: Any) -> FrequencyValue:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ELEvaluationError(f"coord:{kind}() takes an integer, got {n!r}")
+        base = getattr(Frequency, {"endOfDays": "end_of_days", "endOfMonths": "end_of_months"}.get(kind, kind))(n)
+        return FrequencyValue(base.amount, base.unit)
+
+    return ELFunction(f"coord:{kind}", build, SUBMISSION_ONWARDS, 1, 1)
+
+
+def _extra(ctx: ELContext, name: str, function: str) -> Any:
+    if name not in ctx.extra:
+        raise ELEvaluationError(f"{function}() is not available here (it needs the {name.replace('_', ' ')})")
+    return ctx.extra[name]
+
+
+def _integer(value: Any, function: str) -> int:
+    if isinstance(value, bool):
+        raise ELEvaluationError(f"{function}() takes an integer, got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)
+    raise ELEvaluationError(f"{function}() takes an integer, got {value!r}")
+
+
+def _current(ctx: ELContext, n: Any) -> InstanceRef:
+    dataset = _extra(ctx, "dataset", "coord:current")
+    nominal = _extra(ctx, "nominal", "coord:current")
+    index = dataset.timeline.current_index(nominal, _integer(n, "coord:current"))
+    return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+
+
+def _offset(ctx: ELContext, n: Any, unit: Any) -> InstanceRef:
+    dataset = _extra(ctx, "dataset", "coord:offset")
+    nominal = _extra(ctx, "nominal", "coord:offset")
+    index = dataset.timeline.offset_index(
+        nominal, _integer(n, "coord:offset"), str(unit), fast_forward=ctx.extra.get("role") == "start"
+    )
+    return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+
+
+def _in_dataset_tz(ctx: ELContext, function: str) -> Any:
+    dataset = ctx.extra.get("dataset")
+    return dataset.tz if dataset is not None else _extra(ctx, "job_tz", function)
+
+
+def _uris(ctx: ELContext, key: str, name: Any, function: str) -> str:
+    if str(name) in ctx.extra.get("deferred_in", ()):
+        return "${" + f"{function}('{name}')" + "}"  # resolved when the action starts
+    resolved = _extra(ctx, key, function)
+    if str(name) not in resolved:
+        raise ELEvaluationError(f"{function}(): no event named {name!r}")
+    return ",".join(resolved[str(name)])
+
+
+def _storage_needed(ctx: ELContext, *args: Any) -> str:
+    raise ELEvaluationError("coord:latest/coord:future are resolved against storage when the action starts")
+
+
+FUNCTIONS = (
+    *(_frequency(kind) for kind in ("minutes", "hours", "days", "months", "endOfDays", "endOfMonths")),
+    ELFunction("coord:user", lambda ctx: str(_extra(ctx, "user", "coord:user")), SUBMISSION_ONWARDS, 0, 0),
+    ELFunction("coord:conf", lambda ctx, name: str(_extra(ctx, "conf", "coord:conf").get(str(name), "")), SUBMISSION_ONWARDS, 1, 1),
+    ELFunction("coord:current", _current, CREATION_ONWARDS, 1, 1),
+    ELFunction("coord:offset", _offset, CREATION_ONWARDS, 2, 2),
+    ELFunction(
+        "coord:hoursInDay",
+        lambda ctx, n: hours_in_day(_extra(ctx, "nominal", "coord:hoursInDay"), _integer(n, "coord:hoursInDay"), _in_dataset_tz(ctx, "coord:hoursInDay")),
+        CREATION_ONWARDS, 1, 1,
+    ),
+    ELFunction(
+        "coord:daysInMonth",
+        lambda ctx, n: days_in_month(_extra(ctx, "nominal", "coord:daysInMonth"), _integer(n, "coord:daysInMonth"), _in_dataset_tz(ctx, "coord:daysInMonth")),
+        CREATION_ONWARDS, 1, 1,
+    ),
+    ELFunction(
+        "coord:tzOffset",
+        lambda ctx: tz_offset(_extra(ctx, "nominal", "coord:tzOffset"), _in_dataset_tz(ctx, "coord:tzOffset"), _extra(ctx, "job_tz", "coord:tzOffset")),
+        CREATION_ONWARDS, 0, 0,
+    ),
+    ELFunction("coord:nominalTime", lambda ctx: format_datetime(_extra(ctx, "nominal", "coord:nominalTime")), CREATION_ONWARDS, 0, 0),
+    ELFunction("coord:actualTime", lambda ctx: format_datetime(_extra(ctx, "actual", "coord:actualTime")), CREATION_ONWARDS, 0, 0),
+    ELFunction("coord:dataIn", lambda ctx, name: _uris(ctx, "data_in", name, "coord:dataIn"), CREATION_ONWARDS, 1, 1),
+    ELFunction("coord:dataOut", lambda ctx, name: _uris(ctx, "data_out", name, "coord:dataOut"), CREATION_ONWARDS, 1, 1),
+    ELFunction(
+        "coord:dateOffset",
+        lambda ctx, base, n, unit: date_offset(str(base), _integer(n, "coord:dateOffset"), str(unit)),
+        SUBMISSION_ONWARDS, 3, 3,
+    ),
+    ELFunction(
+        "coord:dateTzOffset",
+        lambda ctx, base, tz: date_tz_offset(str(base), resolve_timezone(str(tz)), ctx.extra.get("processing_tz") or resolve_timezone("UTC")),
+        SUBMISSION_ONWARDS, 2, 2,
+    ),
+    ELFunction("coord:formatTime", lambda ctx, ts, pattern: format_time(str(ts), str(pattern)), SUBMISSION_ONWARDS, 2, 2),
+    ELFunction("coord:epochTime", lambda ctx, ts, millis: epoch_time(str(ts), millis), SUBMISSION_ONWARDS, 2, 2),
+    ELFunction("coord:latest", _storage_needed, START_ONLY, 1, 1),
+    ELFunction("coord:future", _storage_needed, START_ONLY, 2, 2),
+)
+
+REGISTRY = FunctionRegistry().with_functions(*FUNCTIONS)

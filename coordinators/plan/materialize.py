@@ -1,0 +1,134 @@
+"""Creation (phase 2): the plan of one action — nominal time, input and output URIs, configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from coordinators.definitions import DataIn, DefinitionError
+from coordinators.el import ELError, Phase, evaluate, partially_resolve
+from coordinators.plan.library import STORAGE_FUNCTIONS, InstanceRef
+from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, uses_storage
+from datasets.timeline import (
+    DEFAULT_MAX_INSTANCES,
+    TimelineError,
+    expand_uri_template,
+    format_datetime,
+    iter_nominal_times,
+    nominal_time,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionPlan:
+    """What an action is: its number (1-based), nominal time, resolved URIs and configuration.
+
+    Inputs needing storage (coord:latest, coord:future) stay as their expressions until the
+    action starts; `deferred` names those inputs.
+    """
+
+    number: int
+    nominal_time: datetime
+    data_in: dict[str, list[str]]
+    data_out: dict[str, list[str]]
+    app_path: str
+    configuration: dict[str, str]
+    deferred: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """The dry-run JSON shape."""
+        return {
+            "number": self.number,
+            "nominal_time": format_datetime(self.nominal_time),
+            "data_in": self.data_in,
+            "data_out": self.data_out,
+            "app_path": self.app_path,
+            "configuration": self.configuration,
+        }
+
+
+def _instance(value: Any, text: str, event: str) -> InstanceRef:
+    if not isinstance(value, InstanceRef):
+        raise ELError(f"event {event!r}: {text!r} must resolve to a dataset instance (coord:current, coord:offset)")
+    return value
+
+
+def _uris(dataset: ResolvedDataset, refs: list[InstanceRef]) -> list[str]:
+    return [expand_uri_template(dataset.uri_template, ref.time, dataset.tz) for ref in refs if ref.time is not None]
+
+
+def _resolve_input(
+    coordinator: ResolvedCoordinator, event: DataIn, nominal: datetime, now: datetime, max_instances: int
+) -> list[str] | None:
+    """URIs of one data-in, latest first; None when it needs storage (deferred to action start)."""
+    dataset = coordinator.datasets[event.dataset]
+    texts = [*event.instances, event.start_instance, event.end_instance]
+    if any(uses_storage(text) for text in texts):
+        return None
+
+    def ctx(role: str) -> Any:
+        return coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role=role)
+
+    if event.instances:
+        refs = [_instance(evaluate(text, ctx("instance")), text, event.name) for text in event.instances]
+        if len(refs) > max_instances:
+            raise TimelineError(f"event {event.name!r} names more than {max_instances} instances")
+        return _uris(dataset, refs)
+    start_text, end_text = event.start_instance or "", event.end_instance or ""
+    first = _instance(evaluate(start_text, ctx("start")), start_text, event.name)
+    last = _instance(evaluate(end_text, ctx("end")), end_text, event.name)
+    times = dataset.timeline.between(first.index, last.index, max_instances=max_instances)
+    return [expand_uri_template(dataset.uri_template, t, dataset.tz) for t in times]
+
+
+def plan_action(
+    coordinator: ResolvedCoordinator,
+    number: int,
+    *,
+    now: datetime,
+    nominal: datetime | None = None,
+    max_instances: int = DEFAULT_MAX_INSTANCES,
+) -> ActionPlan:
+    """The plan of action `number` (1-based). `now` is the creation time (coord:actualTime)."""
+    if nominal is None:
+        nominal = nominal_time(coordinator.start, number - 1, coordinator.frequency, coordinator.tz)
+    app = coordinator.app
+    try:
+        data_in: dict[str, list[str]] = {}
+        deferred: list[str] = []
+        for event in app.input_events:
+            uris = _resolve_input(coordinator, event, nominal, now, max_instances)
+            if uris is None:
+                deferred.append(event.name)
+                bounds = [t for t in (*event.instances, event.start_instance, event.end_instance) if t]
+                data_in[event.name] = bounds
+            else:
+                data_in[event.name] = uris
+        data_out: dict[str, list[str]] = {}
+        for out in app.output_events:
+            dataset = coordinator.datasets[out.dataset]
+            ctx = coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role="instance")
+            data_out[out.name] = _uris(dataset, [_instance(evaluate(out.instance, ctx), out.instance, out.name)])
+        ctx = coordinator.context(
+            Phase.CREATION, nominal=nominal, actual=now, data_in=data_in, data_out=data_out, deferred_in=tuple(deferred)
+        )
+
+        def defer(name: str) -> bool:
+            return name in STORAGE_FUNCTIONS
+
+        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer)
+        configuration = {name: partially_resolve(value, ctx, defer=defer) for name, value in coordinator.configuration}
+    except (ELError, TimelineError) as exc:
+        raise DefinitionError(f"action {number} ({format_datetime(nominal)}): {exc}", source=app.source) from None
+    return ActionPlan(number, nominal, data_in, data_out, app_path, configuration, tuple(deferred))
+
+
+def iter_action_plans(
+    coordinator: ResolvedCoordinator, *, now: datetime, max_actions: int, max_instances: int = DEFAULT_MAX_INSTANCES
+) -> Iterator[ActionPlan]:
+    """Plans of every action from start to end (exclusive), at most max_actions."""
+    times = iter_nominal_times(coordinator.start, coordinator.end, coordinator.frequency, coordinator.tz, limit=max_actions)
+    for number, nominal in enumerate(times, start=1):
+        yield plan_action(coordinator, number, now=now, nominal=nominal, max_instances=max_instances)

@@ -1,0 +1,205 @@
+"""Submission (phase 1): job properties and parameters in, a resolved coordinator out, or a clear error."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, tzinfo
+from typing import Any
+
+from coordinators.definitions import CoordinatorApp, DefinitionError, merge_parameters
+from coordinators.el import (
+    ELContext,
+    ELError,
+    Phase,
+    calls_in,
+    default_variables,
+    evaluate,
+    evaluate_to_string,
+    parse_template,
+    partially_resolve,
+    unresolved_variables,
+)
+from coordinators.el.template import Expression
+from coordinators.plan.library import REGISTRY
+from datasets.timeline import (
+    DatasetTimeline,
+    Frequency,
+    TimelineError,
+    parse_datetime,
+    parse_frequency,
+    resolve_timezone,
+)
+
+TIME_VARIABLES = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE"})
+EXECUTION_ORDERS = ("FIFO", "LIFO", "LAST_ONLY", "NONE")
+DEFAULTS = {"timeout": -1, "concurrency": 1, "execution": "FIFO", "throttle": 12}
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedDataset:
+    """A dataset with its time line and a URI template whose job variables are substituted."""
+
+    name: str
+    timeline: DatasetTimeline
+    tz: tzinfo
+    uri_template: str
+    done_flag: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedCoordinator:
+    """Everything phase 1 decides: times, frequency, controls, datasets; action text partly resolved."""
+
+    app: CoordinatorApp
+    name: str
+    frequency: Frequency
+    start: datetime
+    end: datetime
+    tz: tzinfo
+    timeout: int
+    concurrency: int
+    execution: str
+    throttle: int
+    datasets: Mapping[str, ResolvedDataset]
+    variables: Mapping[str, Any]
+    user: str
+    app_path: str
+    configuration: tuple[tuple[str, str], ...]
+    processing_tz: tzinfo
+
+    def context(self, phase: Phase, **extra: Any) -> ELContext:
+        """An EL context for later phases, with the job's variables."""
+        base = {"user": self.user, "conf": self.variables, "job_tz": self.tz, "processing_tz": self.processing_tz}
+        return ELContext(variables=self.variables, functions=REGISTRY, phase=phase, extra={**base, **extra})
+
+
+def _fail(app: CoordinatorApp, element: str, message: str) -> DefinitionError:
+    return DefinitionError(message, source=app.source, element=element)
+
+
+def _later_phase(name: str) -> bool:
+    function = REGISTRY.get(name)
+    return function is not None and Phase.SUBMISSION not in function.phases
+
+
+def _frequency(value: Any, app: CoordinatorApp, element: str) -> Frequency:
+    if isinstance(value, Frequency):
+        return value
+    if isinstance(value, bool):
+        raise _fail(app, element, f"frequency {value!r} is not a frequency")
+    if isinstance(value, int):
+        return Frequency.minutes(value)
+    return parse_frequency(str(value))
+
+
+def _control(app: CoordinatorApp, ctx: ELContext, name: str) -> Any:
+    raw = getattr(app.controls, name)
+    if raw is None or raw == "":
+        return DEFAULTS[name]
+    value = evaluate(raw, ctx)
+    if name == "execution":
+        text = str(value).strip().upper()
+        if text not in EXECUTION_ORDERS:
+            raise _fail(app, name, f"execution must be one of {', '.join(EXECUTION_ORDERS)}, got {value!r}")
+        return text
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise _fail(app, name, f"{name} must be an integer, got {value!r}") from None
+    if name == "timeout" and number < -1:
+        raise _fail(app, name, "timeout must be -1 (none), 0 or a number of minutes")
+    if name in ("concurrency", "throttle") and number < 1 and not (name == "concurrency" and number == -1):
+        raise _fail(app, name, f"{name} must be positive, got {number}")
+    return number
+
+
+def _check_variables(text: str, variables: Mapping[str, Any], app: CoordinatorApp, element: str, allowed: frozenset[str] = frozenset()) -> None:
+    missing = unresolved_variables(text, variables) - allowed
+    if missing:
+        raise _fail(app, element, f"unresolved variable(s): {', '.join(sorted(missing))}")
+
+
+def resolve_coordinator(
+    app: CoordinatorApp,
+    properties: Mapping[str, str],
+    *,
+    user: str,
+    processing_timezone: str = "UTC",
+) -> ResolvedCoordinator:
+    """Apply parameters and job properties to a definition; every unresolved variable is an error naming it."""
+    merged = merge_parameters(app, dict(properties))
+    variables: dict[str, Any] = {**default_variables(), **merged}
+    processing_tz = resolve_timezone(processing_timezone)
+    ctx = ELContext(
+        variables=variables, functions=REGISTRY, phase=Phase.SUBMISSION,
+        extra={"user": user, "conf": merged, "processing_tz": processing_tz},
+    )
+    element = "coordinator-app"
+    try:
+        element = "frequency"
+        frequency = _frequency(evaluate(app.frequency, ctx), app, element)
+        element = "start"
+        start = parse_datetime(evaluate_to_string(app.start, ctx))
+        element = "end"
+        end = parse_datetime(evaluate_to_string(app.end, ctx))
+        if end <= start:
+            raise _fail(app, "end", f"end {app.end!r} is not after start {app.start!r}")
+        element = "timezone"
+        tz = resolve_timezone(evaluate_to_string(app.timezone, ctx))
+        controls = {}
+        for name in DEFAULTS:
+            element = name
+            controls[name] = _control(app, ctx, name)
+        datasets: dict[str, ResolvedDataset] = {}
+        # ${YEAR} ... ${MINUTE} in a URI template belong to the instance, not to EL constants.
+        template_variables = {k: v for k, v in variables.items() if k not in TIME_VARIABLES or k in merged}
+        template_ctx = replace(ctx, variables=template_variables)
+        for dataset in app.datasets:
+            element = f"dataset {dataset.name}"
+            ds_frequency = _frequency(evaluate(dataset.frequency, ctx), app, element)
+            ds_tz = resolve_timezone(evaluate_to_string(dataset.timezone, ctx))
+            initial = parse_datetime(evaluate_to_string(dataset.initial_instance, ctx))
+            _check_variables(dataset.uri_template, template_variables, app, element, TIME_VARIABLES)
+            template = partially_resolve(dataset.uri_template, template_ctx, keep_unresolved_variables=True)
+            datasets[dataset.name] = ResolvedDataset(
+                dataset.name, DatasetTimeline(initial, ds_frequency, ds_tz), ds_tz, template, dataset.done_flag
+            )
+        event_texts = [(e.name, [*e.instances, e.start_instance, e.end_instance]) for e in app.input_events]
+        event_texts += [(e.name, [e.instance]) for e in app.output_events]
+        for event_name, texts in event_texts:
+            element = f"event {event_name}"
+            for text in texts:
+                if text:
+                    _check_variables(text, variables, app, element)
+                    if not any(isinstance(s, Expression) for s in parse_template(text)):
+                        raise _fail(app, element, f"instance {text!r} must be an EL expression such as ${{coord:current(0)}}")
+        element = "app-path"
+        _check_variables(app.action.app_path, variables, app, element)
+        app_path = partially_resolve(app.action.app_path, ctx, defer=_later_phase)
+        configuration = []
+        for name, value in app.action.configuration:
+            element = f"property {name}"
+            _check_variables(value, variables, app, element)
+            configuration.append((name, partially_resolve(value, ctx, defer=_later_phase)))
+    except DefinitionError:
+        raise
+    except (ELError, TimelineError) as exc:
+        raise _fail(app, element, str(exc)) from None
+    return ResolvedCoordinator(
+        app=app, name=app.name, frequency=frequency, start=start, end=end, tz=tz,
+        timeout=controls["timeout"], concurrency=controls["concurrency"], execution=controls["execution"],
+        throttle=controls["throttle"], datasets=datasets, variables=variables, user=user,
+        app_path=app_path, configuration=tuple(configuration), processing_tz=processing_tz,
+    )
+
+
+def uses_storage(text: str | None) -> bool:
+    """Whether an expression needs storage (coord:latest / coord:future)."""
+    if not text:
+        return False
+    return any(
+        name in ("coord:latest", "coord:future")
+        for segment in parse_template(text) if isinstance(segment, Expression)
+        for name in calls_in(segment.node)
+    )
