@@ -18,6 +18,7 @@ from typing import Any
 from coordinators.el import ELContext, ELEvaluationError, ELFunction, FunctionRegistry, Phase
 from datasets.timeline import (
     Frequency,
+    TimeUnit,
     date_offset,
     date_tz_offset,
     days_in_month,
@@ -25,7 +26,9 @@ from datasets.timeline import (
     format_datetime,
     format_time,
     hours_in_day,
+    parse_datetime,
     resolve_timezone,
+    start_of_period,
     tz_offset,
 )
 
@@ -60,14 +63,32 @@ class FrequencyValue(Frequency):
         return FrequencyValue(freq.amount * factor, freq.unit, freq.cron)
 
 
+END_OF_UNITS = {"endOfDays": TimeUnit.END_OF_DAY, "endOfWeeks": TimeUnit.END_OF_WEEK, "endOfMonths": TimeUnit.END_OF_MONTH}
+
+
 def _frequency(kind: str) -> ELFunction:
-    def build(ctx: ELContext, n: Any) -> FrequencyValue:
+    def build(ctx: ELContext, n: Any) -> Any:
         if isinstance(n, bool) or not isinstance(n, int):
             raise ELEvaluationError(f"coord:{kind}() takes an integer, got {n!r}")
-        base = getattr(Frequency, {"endOfDays": "end_of_days", "endOfMonths": "end_of_months"}.get(kind, kind))(n)
+        if kind in END_OF_UNITS and "dataset" in ctx.extra:
+            # In a start-instance (reference 6.6.9-6.6.11): the start of the day/week/month
+            # n+1 periods from the nominal time's, fast-forwarded to a dataset instance.
+            dataset = ctx.extra["dataset"]
+            moment = start_of_period(_extra(ctx, "nominal", f"coord:{kind}"), n, END_OF_UNITS[kind], dataset.tz)
+            index = dataset.timeline.index_at_or_after(moment)
+            return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+        names = {"endOfDays": "end_of_days", "endOfWeeks": "end_of_weeks", "endOfMonths": "end_of_months"}
+        base = getattr(Frequency, names.get(kind, kind))(n)
         return FrequencyValue(base.amount, base.unit)
 
     return ELFunction(f"coord:{kind}", build, SUBMISSION_ONWARDS, 1, 1)
+
+
+def _absolute(ctx: ELContext, timestamp: Any) -> InstanceRef:
+    """coord:absolute(ts) in a start-instance: the dataset instance at (or first after) ts."""
+    dataset = _extra(ctx, "dataset", "coord:absolute")
+    index = dataset.timeline.index_at_or_after(parse_datetime(str(timestamp)))
+    return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
 
 
 def _extra(ctx: ELContext, name: str, function: str) -> Any:
@@ -123,7 +144,8 @@ def _storage_needed(ctx: ELContext, *args: Any) -> str:
 
 
 FUNCTIONS = (
-    *(_frequency(kind) for kind in ("minutes", "hours", "days", "months", "endOfDays", "endOfMonths")),
+    *(_frequency(kind) for kind in ("minutes", "hours", "days", "months", "endOfDays", "endOfWeeks", "endOfMonths")),
+    ELFunction("coord:absolute", _absolute, CREATION_ONWARDS, 1, 1),
     ELFunction("coord:user", lambda ctx: str(_extra(ctx, "user", "coord:user")), SUBMISSION_ONWARDS, 0, 0),
     ELFunction("coord:conf", lambda ctx, name: str(_extra(ctx, "conf", "coord:conf").get(str(name), "")), SUBMISSION_ONWARDS, 1, 1),
     ELFunction("coord:current", _current, CREATION_ONWARDS, 1, 1),

@@ -47,6 +47,7 @@ from datasets.timeline.stepping import (
     minutes_in_days,
     minutes_in_months,
     nominal_time,
+    start_of_period,
 )
 from datasets.timeline.uritemplate import expand_uri_template
 
@@ -84,6 +85,7 @@ __all__ = [
     "require_aware",
     "resolve_timezone",
     "shift",
+    "start_of_period",
     "to_local",
     "tz_offset",
 ]

@@ -20,11 +20,14 @@ class TimeUnit(enum.Enum):
     MONTH = "MONTH"
     YEAR = "YEAR"
     END_OF_DAY = "END_OF_DAY"
+    END_OF_WEEK = "END_OF_WEEK"
     END_OF_MONTH = "END_OF_MONTH"
     CRON = "CRON"
 
 
-CALENDAR_UNITS = frozenset({TimeUnit.DAY, TimeUnit.MONTH, TimeUnit.YEAR, TimeUnit.END_OF_DAY, TimeUnit.END_OF_MONTH})
+CALENDAR_UNITS = frozenset(
+    {TimeUnit.DAY, TimeUnit.MONTH, TimeUnit.YEAR, TimeUnit.END_OF_DAY, TimeUnit.END_OF_WEEK, TimeUnit.END_OF_MONTH}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,11 @@ class Frequency:
         return cls(n, TimeUnit.END_OF_DAY)
 
     @classmethod
+    def end_of_weeks(cls, n: int) -> Frequency:
+        """coord:endOfWeeks(n): weeks, first occurrence moved to the next start of week (Sunday)."""
+        return cls(n, TimeUnit.END_OF_WEEK)
+
+    @classmethod
     def end_of_months(cls, n: int) -> Frequency:
         """coord:endOfMonths(n): months, first occurrence moved to the end of its month."""
         return cls(n, TimeUnit.END_OF_MONTH)
@@ -102,13 +110,16 @@ class Frequency:
         """DAY for END_OF_DAY, MONTH for END_OF_MONTH and YEAR; the unit otherwise."""
         return {
             TimeUnit.END_OF_DAY: TimeUnit.DAY,
+            TimeUnit.END_OF_WEEK: TimeUnit.DAY,
             TimeUnit.END_OF_MONTH: TimeUnit.MONTH,
             TimeUnit.YEAR: TimeUnit.MONTH,
         }.get(self.unit, self.unit)
 
     def step_amount(self) -> int:
         """Units added per step of base_unit() (a year is 12 months)."""
-        return self.amount * 12 if self.unit is TimeUnit.YEAR else self.amount
+        if self.unit is TimeUnit.YEAR:
+            return self.amount * 12
+        return self.amount * 7 if self.unit is TimeUnit.END_OF_WEEK else self.amount
 
 
 _PLAIN = re.compile(r"^[ \t]*[0-9]+[ \t]*$")

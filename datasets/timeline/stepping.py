@@ -38,6 +38,11 @@ def first_nominal_time(start: datetime, frequency: Frequency, tz: tzinfo) -> dat
     if frequency.unit is TimeUnit.END_OF_DAY:
         local = _wall(start, tz)
         return from_wall(wall(local.year, local.month, local.day) + timedelta(days=1), tz)
+    if frequency.unit is TimeUnit.END_OF_WEEK:
+        # Weeks start on Sunday (Java's US default); the time of day is kept (reference 4.4.3).
+        local = _wall(start, tz)
+        days_ahead = (6 - local.weekday()) % 7 or 7
+        return from_wall(local + timedelta(days=days_ahead), tz)
     if frequency.unit is TimeUnit.END_OF_MONTH:
         local = _wall(start, tz)
         return from_wall(add_months(wall(local.year, local.month, 1), 1), tz)
@@ -153,6 +158,19 @@ def minutes_in_months(nominal: datetime, n: int, tz: tzinfo) -> int:
     local = _wall(nominal, tz)
     month = wall(local.year, local.month, 1)
     return int((from_wall(add_months(month, n), tz) - from_wall(month, tz)) // timedelta(minutes=1))
+
+
+def start_of_period(nominal: datetime, n: int, unit: TimeUnit, tz: tzinfo) -> datetime:
+    """The start of the local day/week/month n+1 periods after the nominal time's (coord:endOfDays(n) ... in instance context)."""
+    local = _wall(nominal, tz)
+    if unit is TimeUnit.END_OF_DAY:
+        return from_wall(wall(local.year, local.month, local.day) + timedelta(days=n + 1), tz)
+    if unit is TimeUnit.END_OF_WEEK:
+        sunday = wall(local.year, local.month, local.day) - timedelta(days=(local.weekday() + 1) % 7)
+        return from_wall(sunday + timedelta(days=7 * (n + 1)), tz)
+    if unit is TimeUnit.END_OF_MONTH:
+        return from_wall(add_months(wall(local.year, local.month, 1), n + 1), tz)
+    raise InvalidFrequencyError(f"{unit.value} has no period start")
 
 
 def frequency_minutes(frequency: Frequency, nominal: datetime, tz: tzinfo) -> int:

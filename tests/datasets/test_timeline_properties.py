@@ -179,6 +179,7 @@ FREQUENCIES = st.one_of(
     st.integers(1, 14).map(Frequency.months),
     st.integers(1, 3).map(Frequency.end_of_days),
     st.integers(1, 3).map(Frequency.end_of_months),
+    st.integers(1, 3).map(Frequency.end_of_weeks),
 )
 
 

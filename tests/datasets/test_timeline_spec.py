@@ -234,3 +234,32 @@ def test_instances_before_the_initial_instance_are_dropped() -> None:
     assert sizes[22:] == [24, 24, 24, 24]
     first = logs.between(logs.current_index(starts[0], -23), logs.current_index(starts[0], 0))
     assert [fmt(t) for t in first] == ["2009-01-01T00:00Z", "2009-01-01T01:00Z"]
+
+
+@pytest.mark.parametrize(
+    ("start", "tz", "first"),
+    [
+        pytest.param("2017-01-04T00:00Z", UTC_, "2017-01-08T00:00Z", id="utc-midnight"),
+        pytest.param("2017-01-04T08:00Z", UTC_, "2017-01-08T08:00Z", id="utc-keeps-time-of-day"),
+        pytest.param("2017-01-06T08:00Z", UTC_, "2017-01-08T08:00Z", id="utc-friday"),
+        pytest.param("2017-01-04T08:00Z", LA, "2017-01-08T08:00Z", id="la-wednesday"),
+        pytest.param("2017-01-06T08:00Z", LA, "2017-01-08T08:00Z", id="la-friday"),
+    ],
+)
+def test_end_of_weeks(start: str, tz: str, first: str) -> None:
+    """Reference 4.4.3: coord:endOfWeeks(1) starts on the next Sunday and lasts 10080 minutes."""
+    zone = resolve_timezone(tz)
+    occurrence = first_nominal_time(P(start), Frequency.end_of_weeks(1), zone)
+    assert fmt(occurrence) == first
+    assert frequency_minutes(Frequency.end_of_weeks(1), occurrence, zone) == 10080
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [(-1, "2009-05-01T00:00Z"), (0, "2009-06-01T00:00Z"), (-2, "2009-04-01T00:00Z"), (-3, "2009-03-01T00:00Z")],
+)
+def test_end_of_months_as_instance(n: int, expected: str) -> None:
+    """Reference 6.6.9: in a start-instance, coord:endOfMonths(n) is the start of month n+1 from the nominal month."""
+    from datasets.timeline import TimeUnit, start_of_period
+
+    assert fmt(start_of_period(P("2009-05-29T00:00Z"), n, TimeUnit.END_OF_MONTH, resolve_timezone("UTC"))) == expected

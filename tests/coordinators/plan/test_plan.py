@@ -182,3 +182,31 @@ def test_dryrun_command_contract(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
     assert "start" in bad.stderr
+
+
+def test_end_of_months_start_instance_reads_the_month_so_far() -> None:
+    """Reference 6.6.9: start-instance ${coord:endOfMonths(-1)} .. ${coord:current(0)} = this month's days so far."""
+    xml = app_xml(start="2009-08-06T00:00Z", end="2009-08-08T00:00Z").replace(
+        '<dataset name="stats"',
+        '<dataset name="a" frequency="${coord:days(1)}" initial-instance="2009-06-06T00:00Z" timezone="UTC">'
+        "<uri-template>hdfs://bar:8020/app/logs/${YEAR}/${MONTH}/${DAY}</uri-template></dataset><dataset name=\"stats\"",
+    ).replace(
+        "<output-events>",
+        '<input-events><data-in name="input" dataset="a"><start-instance>${coord:endOfMonths(-1)}</start-instance>'
+        "<end-instance>${coord:current(0)}</end-instance></data-in></input-events><output-events>",
+    )
+    first, second = plans(xml)
+    assert first.data_in["input"] == [f"hdfs://bar:8020/app/logs/2009/08/{d:02d}" for d in range(1, 7)]
+    assert second.data_in["input"] == [f"hdfs://bar:8020/app/logs/2009/08/{d:02d}" for d in range(1, 8)]
+
+
+def test_absolute_start_instance() -> None:
+    """Reference 6.6.8: start-instance ${coord:absolute(ts)} .. ${coord:current(0)} grows with every run."""
+    inputs = (
+        '<data-in name="i" dataset="logs"><start-instance>${coord:absolute("2009-01-01T20:00Z")}</start-instance>'
+        "<end-instance>${coord:current(0)}</end-instance></data-in>"
+    )
+    first, second = plans(app_xml(inputs=inputs))[:2]
+    assert first.data_in["i"][0] == "hdfs://bar:8020/app/logs/2009/01/01/20"
+    assert len(first.data_in["i"]) == 5  # 20:00 .. 24:00
+    assert len(second.data_in["i"]) == 5 + 24
