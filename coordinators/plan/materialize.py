@@ -55,8 +55,10 @@ def _instance(value: Any, text: str, event: str) -> InstanceRef:
     return value
 
 
-def _uris(dataset: ResolvedDataset, refs: list[InstanceRef]) -> list[str]:
-    return [expand_uri_template(dataset.uri_template, ref.time, dataset.tz) for ref in refs if ref.time is not None]
+def _uris(coordinator: ResolvedCoordinator, dataset: ResolvedDataset, refs: list[InstanceRef]) -> list[str]:
+    # URI constants are in the processing time zone (UTC by default), spec 5.1 "IMPORTANT".
+    tz = coordinator.processing_tz
+    return [expand_uri_template(dataset.uri_template, ref.time, tz) for ref in refs if ref.time is not None]
 
 
 def _resolve_input(
@@ -75,12 +77,12 @@ def _resolve_input(
         refs = [_instance(evaluate(text, ctx("instance")), text, event.name) for text in event.instances]
         if len(refs) > max_instances:
             raise TimelineError(f"event {event.name!r} names more than {max_instances} instances")
-        return _uris(dataset, refs)
+        return _uris(coordinator, dataset, refs)
     start_text, end_text = event.start_instance or "", event.end_instance or ""
     first = _instance(evaluate(start_text, ctx("start")), start_text, event.name)
     last = _instance(evaluate(end_text, ctx("end")), end_text, event.name)
     times = dataset.timeline.between(first.index, last.index, max_instances=max_instances)
-    return [expand_uri_template(dataset.uri_template, t, dataset.tz) for t in times]
+    return [expand_uri_template(dataset.uri_template, t, coordinator.processing_tz) for t in times]
 
 
 def plan_action(
@@ -110,7 +112,7 @@ def plan_action(
         for out in app.output_events:
             dataset = coordinator.datasets[out.dataset]
             ctx = coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role="instance")
-            data_out[out.name] = _uris(dataset, [_instance(evaluate(out.instance, ctx), out.instance, out.name)])
+            data_out[out.name] = _uris(coordinator, dataset, [_instance(evaluate(out.instance, ctx), out.instance, out.name)])
         ctx = coordinator.context(
             Phase.CREATION, nominal=nominal, actual=now, data_in=data_in, data_out=data_out, deferred_in=tuple(deferred)
         )

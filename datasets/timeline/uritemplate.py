@@ -24,7 +24,10 @@ def _compile(template: str) -> tuple[tuple[str, str | None], ...]:
 
 
 def expand_uri_template(template: str, instance: datetime, tz: tzinfo) -> str:
-    """Substitute the instance's date parts, zero padded, in the dataset's time zone.
+    """Substitute the instance's date parts, zero padded, in tz.
+
+    Coordinators pass the processing time zone (UTC by default): the spec (5.1) expects
+    the URI constants in UTC whatever the dataset's own time zone.
 
     Any other ${...} is left as it is: job variables are resolved before, EL after.
     Cached: consecutive actions of a sliding window share almost all their instances.

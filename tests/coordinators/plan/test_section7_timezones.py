@@ -61,14 +61,15 @@ def test_no_dst_zone_offsets_are_plain_utc_times() -> None:
 
 @pytest.mark.parametrize(
     ("nominal", "count", "first_uri"),
+    # URI constants are UTC (spec 5.1), so the paths show UTC hours of New York instances.
     [
-        pytest.param("2009-01-05T05:00Z", 24, "hdfs://bar:8020/app/logs/eastcoast/2009/01/04/01", id="winter-day"),
-        pytest.param("2009-03-08T05:00Z", 23, "hdfs://bar:8020/app/logs/eastcoast/2009/03/07/02", id="spring-forward-day"),
+        pytest.param("2009-01-05T05:00Z", 24, "hdfs://bar:8020/app/logs/eastcoast/2009/01/04/06", id="winter-day"),
+        pytest.param("2009-03-08T05:00Z", 23, "hdfs://bar:8020/app/logs/eastcoast/2009/03/07/07", id="spring-forward-day"),
         # 24 instances back from 00:00 EDT reach 00:00 EST of the 23-hour day before. The spec's
         # XML uses hoursInDay(0) (its prose says hoursInDay(-1)); we follow the XML.
-        pytest.param("2009-03-09T04:00Z", 24, "hdfs://bar:8020/app/logs/eastcoast/2009/03/08/00", id="first-summer-day"),
-        pytest.param("2009-11-01T04:00Z", 25, "hdfs://bar:8020/app/logs/eastcoast/2009/10/31/00", id="fall-back-day"),
-        pytest.param("2009-11-02T05:00Z", 24, "hdfs://bar:8020/app/logs/eastcoast/2009/11/01/01", id="first-winter-day"),
+        pytest.param("2009-03-09T04:00Z", 24, "hdfs://bar:8020/app/logs/eastcoast/2009/03/08/05", id="first-summer-day"),
+        pytest.param("2009-11-01T04:00Z", 25, "hdfs://bar:8020/app/logs/eastcoast/2009/10/31/04", id="fall-back-day"),
+        pytest.param("2009-11-02T05:00Z", 24, "hdfs://bar:8020/app/logs/eastcoast/2009/11/01/06", id="first-winter-day"),
     ],
 )
 def test_east_coast_daily_job_follows_local_midnight_and_day_length(nominal: str, count: int, first_uri: str) -> None:
@@ -78,6 +79,42 @@ def test_east_coast_daily_job_follows_local_midnight_and_day_length(nominal: str
     uris = plan.data_in["EC"]
     assert len(uris) == count
     assert uris[0] == first_uri
-    assert uris[-1].endswith("/00")  # the range ends at the action's own local midnight
+    assert uris[-1].endswith(f"/{nominal[11:13]}")  # the range ends at the action's own (local midnight) instance
     assert plan.configuration["wfInput"] == ",".join(uris)
     assert len({p.nominal_time.hour for p in plans.values()}) == 2  # 05:00Z and 04:00Z, never anything else
+
+
+@pytest.mark.parametrize(
+    ("frequency", "initial", "template", "done_flag", "expected"),
+    [
+        pytest.param(
+            "${coord:days(1)}", "2009-02-15T08:15Z", "hdfs://foo:8020/app/logs/${market}/${YEAR}${MONTH}/${DAY}/data", "",
+            ["hdfs://foo:8020/app/logs/us/200902/15/data", "hdfs://foo:8020/app/logs/us/200902/16/data", "hdfs://foo:8020/app/logs/us/200902/17/data"],
+            id="daily-at-00-15-pacific-empty-done-flag",
+        ),
+        pytest.param(
+            "${coord:months(1)}", "2009-01-10T10:00Z", "hdfs://foo:8020/usr/app/stats/${YEAR}/${MONTH}/data", None,
+            ["hdfs://foo:8020/usr/app/stats/2009/01/data", "hdfs://foo:8020/usr/app/stats/2009/02/data", "hdfs://foo:8020/usr/app/stats/2009/03/data"],
+            id="monthly-on-the-10th",
+        ),
+        pytest.param(
+            "${coord:months(3)}", "2009-01-31T20:00Z", "hdfs://foo:8020/usr/app/stats/${YEAR}/${MONTH}/data", "trigger.dat",
+            ["hdfs://foo:8020/usr/app/stats/2009/01/data", "hdfs://foo:8020/usr/app/stats/2009/04/data", "hdfs://foo:8020/usr/app/stats/2009/07/data"],
+            id="quarterly-month-end",
+        ),
+    ],
+)
+def test_section_5_1_dataset_examples(frequency: str, initial: str, template: str, done_flag: str | None, expected: list[str]) -> None:
+    """5.1: each example dataset resolves to the listed URIs, with its done-flag."""
+    flag = "" if done_flag is None else f"<done-flag>{done_flag}</done-flag>"
+    xml = f"""<coordinator-app name="c" frequency="{frequency}" start="{initial}" end="2010-01-01T00:00Z" timezone="America/Los_Angeles"
+        xmlns="uri:oozie:coordinator:0.1">
+      <datasets><dataset name="ds" frequency="{frequency}" initial-instance="{initial}" timezone="America/Los_Angeles">
+        <uri-template>{template}</uri-template>{flag}</dataset></datasets>
+      <input-events><data-in name="in" dataset="ds"><instance>${{coord:current(0)}}</instance></data-in></input-events>
+      <action><workflow><app-path>task:examples.noop</app-path></workflow></action>
+    </coordinator-app>"""
+    resolved = resolve_coordinator(parse_coordinator(xml, "c.xml"), {"market": "us"}, user="ann")
+    plans = list(iter_action_plans(resolved, now=NOW, max_actions=3))
+    assert [p.data_in["in"][0] for p in plans] == expected
+    assert resolved.datasets["ds"].done_flag == ("_SUCCESS" if done_flag is None else done_flag)
