@@ -118,3 +118,33 @@ def test_section_5_1_dataset_examples(frequency: str, initial: str, template: st
     plans = list(iter_action_plans(resolved, now=NOW, max_actions=3))
     assert [p.data_in["in"][0] for p in plans] == expected
     assert resolved.datasets["ds"].done_flag == ("_SUCCESS" if done_flag is None else done_flag)
+
+
+EUROPE = EAST.replace(
+    "</datasets>",
+    '<dataset name="europelogs" frequency="${coord:hours(1)}" initial-instance="2009-01-01T01:00Z" timezone="Europe/Berlin">'
+    "<uri-template>hdfs://bar:8020/app/logs/europe/${YEAR}/${MONTH}/${DAY}/${HOUR}</uri-template></dataset></datasets>",
+).replace(
+    "</input-events>",
+    # The spec's XML points EU at 'eastlogs'; the text makes clear it means 'europelogs'.
+    '<data-in name="EU" dataset="europelogs">'
+    "<start-instance>${coord:current( -(coord:hoursInDay(0) -1) - coord:tzOffset()/60)}</start-instance>"
+    "<end-instance>${coord:current( - coord:tzOffset()/60)}</end-instance></data-in></input-events>",
+)
+
+
+@pytest.mark.parametrize(
+    ("nominal", "offset_hours"),
+    [pytest.param("2009-01-05T05:00Z", 6, id="winter-6-hours"), pytest.param("2009-03-10T04:00Z", 5, id="us-dst-only-5-hours")],
+)
+def test_east_coast_and_europe_shift_by_the_time_zone_difference(nominal: str, offset_hours: int) -> None:
+    """7.2 use case 3: the Europe range is shifted by coord:tzOffset()/60 hours, which DST changes."""
+    plans = {format_datetime(p.nominal_time): p for p in all_plans(EUROPE)}
+    plan = plans[nominal]
+    europe = plan.data_in["EU"]
+    assert len(europe) == 24
+    last = parse_datetime(nominal)
+    from datetime import timedelta
+
+    expected_last = (last - timedelta(hours=offset_hours)).strftime("%Y/%m/%d/%H")  # Europe's day ended earlier
+    assert europe[-1].endswith(expected_last)
