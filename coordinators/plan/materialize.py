@@ -18,6 +18,7 @@ from datasets.timeline import (
     format_datetime,
     iter_nominal_times,
     nominal_time,
+    parse_datetime,
 )
 
 
@@ -49,10 +50,16 @@ class ActionPlan:
         }
 
 
-def _instance(value: Any, text: str, event: str) -> InstanceRef:
-    if not isinstance(value, InstanceRef):
-        raise ELError(f"event {event!r}: {text!r} must resolve to a dataset instance (coord:current, coord:offset)")
-    return value
+def _instance(value: Any, text: str, event: str, dataset: ResolvedDataset) -> InstanceRef:
+    if isinstance(value, InstanceRef):
+        return value
+    if isinstance(value, str):  # a literal datetime, as in the spec's example 6.3.1
+        moment = parse_datetime(value.strip())
+        index = dataset.timeline.index_at_or_before(moment)
+        if index < 0 or dataset.timeline.instance(index) != moment:
+            raise ELError(f"event {event!r}: {value.strip()} is not an instance of dataset {dataset.name!r}")
+        return InstanceRef(index, moment)
+    raise ELError(f"event {event!r}: {text!r} must resolve to a dataset instance (coord:current, coord:offset)")
 
 
 def _uris(coordinator: ResolvedCoordinator, dataset: ResolvedDataset, refs: list[InstanceRef]) -> list[str]:
@@ -74,13 +81,13 @@ def _resolve_input(
         return coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role=role)
 
     if event.instances:
-        refs = [_instance(evaluate(text, ctx("instance")), text, event.name) for text in event.instances]
+        refs = [_instance(evaluate(text, ctx("instance")), text, event.name, dataset) for text in event.instances]
         if len(refs) > max_instances:
             raise TimelineError(f"event {event.name!r} names more than {max_instances} instances")
         return _uris(coordinator, dataset, refs)
     start_text, end_text = event.start_instance or "", event.end_instance or ""
-    first = _instance(evaluate(start_text, ctx("start")), start_text, event.name)
-    last = _instance(evaluate(end_text, ctx("end")), end_text, event.name)
+    first = _instance(evaluate(start_text, ctx("start")), start_text, event.name, dataset)
+    last = _instance(evaluate(end_text, ctx("end")), end_text, event.name, dataset)
     times = dataset.timeline.between(first.index, last.index, max_instances=max_instances)
     return [expand_uri_template(dataset.uri_template, t, coordinator.processing_tz) for t in times]
 
@@ -112,7 +119,8 @@ def plan_action(
         for out in app.output_events:
             dataset = coordinator.datasets[out.dataset]
             ctx = coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role="instance")
-            data_out[out.name] = _uris(coordinator, dataset, [_instance(evaluate(out.instance, ctx), out.instance, out.name)])
+            ref = _instance(evaluate(out.instance, ctx), out.instance, out.name, dataset)
+            data_out[out.name] = _uris(coordinator, dataset, [ref])
         ctx = coordinator.context(
             Phase.CREATION, nominal=nominal, actual=now, data_in=data_in, data_out=data_out, deferred_in=tuple(deferred)
         )

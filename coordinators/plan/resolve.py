@@ -144,7 +144,10 @@ def resolve_coordinator(
         element = "end"
         end = parse_datetime(evaluate_to_string(app.end, ctx))
         if end <= start:
-            raise _fail(app, "end", f"end {app.end!r} is not after start {app.start!r}")
+            raise _fail(
+                app, "end", f"end {app.end!r} is not after start {app.start!r} (end is exclusive: "
+                "a job with a single action at T needs an end after T)",
+            )
         element = "timezone"
         tz = resolve_timezone(evaluate_to_string(app.timezone, ctx))
         controls = {}
@@ -173,7 +176,7 @@ def resolve_coordinator(
                 if text:
                     _check_variables(text, variables, app, element)
                     if not any(isinstance(s, Expression) for s in parse_template(text)):
-                        raise _fail(app, element, f"instance {text!r} must be an EL expression such as ${{coord:current(0)}}")
+                        parse_datetime(text.strip())  # a literal instance must at least be a datetime
         element = "app-path"
         _check_variables(app.action.app_path, variables, app, element)
         app_path = partially_resolve(app.action.app_path, ctx, defer=_later_phase)

@@ -141,7 +141,7 @@ def test_storage_functions_stay_unresolved_in_plans() -> None:
         pytest.param({"tz": "Mars/Base"}, {}, "unknown time zone", id="unknown-zone"),
         pytest.param({"controls": "<controls><execution>RANDOM</execution></controls>"}, {}, "execution", id="bad-execution"),
         pytest.param({"frequency": "${coord:current(0)}"}, {}, "cannot be used at submission", id="wrong-phase"),
-        pytest.param({"inputs": '<data-in name="i" dataset="logs"><instance>2009-01-01T00:00Z</instance></data-in>'}, {}, "must be an EL expression", id="literal-instance"),
+        pytest.param({"inputs": '<data-in name="i" dataset="logs"><instance>yesterday</instance></data-in>'}, {}, "not a datetime", id="literal-instance-not-a-datetime"),
     ],
 )
 def test_bad_submissions_name_the_problem(kwargs: dict[str, str], properties: dict[str, str], message: str) -> None:
@@ -210,3 +210,35 @@ def test_absolute_start_instance() -> None:
     assert first.data_in["i"][0] == "hdfs://bar:8020/app/logs/2009/01/01/20"
     assert len(first.data_in["i"]) == 5  # 20:00 .. 24:00
     assert len(second.data_in["i"]) == 5 + 24
+
+
+def test_spec_6_3_example_1_literal_instances_and_utc_uris() -> None:
+    """6.3 example 1: literal datetime instances; URIs in UTC (2009-01-02T08:00Z = Jan 1 24:00 PST).
+
+    The spec gives start == end for its single action; with end exclusive (issue 4) we
+    need end > start, so the test ends a day later and checks the first action.
+    """
+    xml = """<coordinator-app name="hello-coord" frequency="${coord:days(1)}" start="2009-01-02T08:00Z" end="2009-01-03T08:00Z"
+        timezone="America/Los_Angeles" xmlns="uri:oozie:coordinator:0.1">
+      <datasets>
+        <dataset name="logs" frequency="${coord:days(1)}" initial-instance="2009-01-02T08:00Z" timezone="America/Los_Angeles">
+          <uri-template>hdfs://bar:8020/app/logs/${YEAR}${MONTH}/${DAY}/data</uri-template></dataset>
+        <dataset name="siteAccessStats" frequency="${coord:days(1)}" initial-instance="2009-01-02T08:00Z" timezone="America/Los_Angeles">
+          <uri-template>hdfs://bar:8020/app/stats/${YEAR}/${MONTH}/${DAY}/data</uri-template></dataset>
+      </datasets>
+      <input-events><data-in name="input" dataset="logs"><instance>2009-01-02T08:00Z</instance></data-in></input-events>
+      <output-events><data-out name="output" dataset="siteAccessStats"><instance>2009-01-02T08:00Z</instance></data-out></output-events>
+      <action><workflow><app-path>hdfs://bar:8020/usr/joe/logsprocessor-wf</app-path><configuration>
+        <property><name>wfInput</name><value>${coord:dataIn('input')}</value></property>
+        <property><name>wfOutput</name><value>${coord:dataOut('output')}</value></property>
+      </configuration></workflow></action>
+    </coordinator-app>"""
+    (only,) = plans(xml)
+    assert only.configuration == {
+        "wfInput": "hdfs://bar:8020/app/logs/200901/02/data",
+        "wfOutput": "hdfs://bar:8020/app/stats/2009/01/02/data",
+    }
+    with pytest.raises(DefinitionError, match="end is exclusive"):
+        plans(xml.replace('end="2009-01-03T08:00Z"', 'end="2009-01-02T08:00Z"'))
+    with pytest.raises(DefinitionError, match="not an instance of dataset 'logs'"):
+        plans(xml.replace("<instance>2009-01-02T08:00Z</instance></data-in>", "<instance>2009-01-02T09:00Z</instance></data-in>"))
