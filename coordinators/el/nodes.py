@@ -87,29 +87,34 @@ class Call:
 Node = Literal | Variable | Unary | Binary | Ternary | Call
 
 
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-expressions of a node."""
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Ternary):
+        return (node.condition, node.then, node.otherwise)
+    return ()
+
+
+def walk(node: Node) -> list[Node]:
+    """Every node of the tree, depth first (iterative: trees may be deep)."""
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(reversed(children(current)))
+    return found
+
+
 def calls_in(node: Node) -> list[str]:
     """Names of every function called in the tree."""
-    if isinstance(node, Call):
-        return [node.name, *(name for arg in node.args for name in calls_in(arg))]
-    if isinstance(node, Unary):
-        return calls_in(node.operand)
-    if isinstance(node, Binary):
-        return calls_in(node.left) + calls_in(node.right)
-    if isinstance(node, Ternary):
-        return calls_in(node.condition) + calls_in(node.then) + calls_in(node.otherwise)
-    return []
+    return [n.name for n in walk(node) if isinstance(n, Call)]
 
 
 def variables_in(node: Node) -> list[str]:
     """Names of every variable read in the tree."""
-    if isinstance(node, Variable):
-        return [node.name]
-    if isinstance(node, Call):
-        return [name for arg in node.args for name in variables_in(arg)]
-    if isinstance(node, Unary):
-        return variables_in(node.operand)
-    if isinstance(node, Binary):
-        return variables_in(node.left) + variables_in(node.right)
-    if isinstance(node, Ternary):
-        return variables_in(node.condition) + variables_in(node.then) + variables_in(node.otherwise)
-    return []
+    return [n.name for n in walk(node) if isinstance(n, Variable)]

@@ -157,6 +157,20 @@ def database_url(settings_dict: Mapping[str, object]) -> str:
     return f"postgres://{auth}{host}:{port}/{name}"
 
 
+def _spawn(argv: list[str], env: Mapping[str, str], name: str, logfile: Path) -> WorkerProcess:
+    """Start a Celery process in its own session with output to logfile."""
+    handle = logfile.open("wb")
+    process = subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "celery", "-A", "project", *argv],
+        cwd=ROOT,
+        env=dict(env),
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return WorkerProcess(name=name, process=process, logfile=logfile)
+
+
 def start_worker(
     env: Mapping[str, str],
     *,
@@ -167,25 +181,14 @@ def start_worker(
     pool: str = "prefork",
 ) -> WorkerProcess:
     """Start `celery -A project worker` and wait until it reports ready."""
-    logfile = logdir / f"{name}.log"
-    handle = logfile.open("wb")
-    process = subprocess.Popen(  # noqa: S603
+    worker = _spawn(
         [
-            sys.executable, "-m", "celery", "-A", "project", "worker",
-            "--loglevel", "INFO",
-            "--pool", pool,
-            "--concurrency", str(concurrency),
-            "--queues", ",".join(queues),
-            "--hostname", f"{name}@%h",
-            "--without-gossip", "--without-mingle",
+            "worker", "--loglevel", "INFO", "--pool", pool, "--concurrency", str(concurrency),
+            "--queues", ",".join(queues), "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle",
         ],
-        cwd=ROOT,
-        env=dict(env),
-        stdout=handle,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        env, name, logdir / f"{name}.log",
     )
-    worker = WorkerProcess(name=name, process=process, logfile=logfile)
+    process = worker.process
 
     def ready() -> bool:
         if process.poll() is not None:
@@ -208,22 +211,11 @@ def running_workers(workers: list[WorkerProcess]) -> Iterator[list[WorkerProcess
 
 def start_beat(env: Mapping[str, str], *, logdir: Path) -> WorkerProcess:
     """Start `celery -A project beat` (the periodic services) and wait until it runs."""
-    logfile = logdir / "beat.log"
-    handle = logfile.open("wb")
-    process = subprocess.Popen(  # noqa: S603
-        [
-            sys.executable, "-m", "celery", "-A", "project", "beat",
-            "--loglevel", "INFO",
-            "--schedule", str(logdir / "beat-schedule"),
-            "--pidfile", "",
-        ],
-        cwd=ROOT,
-        env=dict(env),
-        stdout=handle,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    beat = _spawn(
+        ["beat", "--loglevel", "INFO", "--schedule", str(logdir / "beat-schedule"), "--pidfile", ""],
+        env, "beat", logdir / "beat.log",
     )
-    beat = WorkerProcess(name="beat", process=process, logfile=logfile)
+    process = beat.process
     wait_until(lambda: "beat: Starting" in beat.log() or process.poll() is not None, 30, "celery beat")
     if process.poll() is not None:
         raise AssertionError(f"celery beat exited early:\n{beat.log()[-3000:]}")
