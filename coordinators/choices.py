@@ -1,0 +1,118 @@
+"""Coordinator job and action statuses: enums, groups and explicit transition tables (spec 6.1.2, 6.1.3.2)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class IllegalTransition(ValueError):  # noqa: N818 - reads as the condition
+    """A status change the transition table does not allow."""
+
+
+class JobStatus(models.TextChoices):
+    """Status of a coordinator job."""
+
+    PREP = "PREP"
+    RUNNING = "RUNNING"
+    RUNNINGWITHERROR = "RUNNINGWITHERROR"
+    PREPSUSPENDED = "PREPSUSPENDED"
+    SUSPENDED = "SUSPENDED"
+    SUSPENDEDWITHERROR = "SUSPENDEDWITHERROR"
+    PREPPAUSED = "PREPPAUSED"
+    PAUSED = "PAUSED"
+    PAUSEDWITHERROR = "PAUSEDWITHERROR"
+    SUCCEEDED = "SUCCEEDED"
+    DONEWITHERROR = "DONEWITHERROR"
+    KILLED = "KILLED"
+    FAILED = "FAILED"
+    IGNORED = "IGNORED"
+
+
+class ActionStatus(models.TextChoices):
+    """Status of a coordinator action."""
+
+    WAITING = "WAITING"
+    READY = "READY"
+    SUBMITTED = "SUBMITTED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    KILLED = "KILLED"
+    FAILED = "FAILED"
+    TIMEDOUT = "TIMEDOUT"
+    SKIPPED = "SKIPPED"
+    IGNORED = "IGNORED"
+
+
+J, A = JobStatus, ActionStatus
+
+JOB_TERMINAL = frozenset({J.SUCCEEDED, J.DONEWITHERROR, J.KILLED, J.FAILED, J.IGNORED})
+JOB_SUSPENDED = frozenset({J.PREPSUSPENDED, J.SUSPENDED, J.SUSPENDEDWITHERROR})
+JOB_PAUSED = frozenset({J.PREPPAUSED, J.PAUSED, J.PAUSEDWITHERROR})
+JOB_MATERIALIZING = frozenset({J.RUNNING, J.RUNNINGWITHERROR})  # only these create actions
+
+ACTION_TERMINAL = frozenset({A.SUCCEEDED, A.KILLED, A.FAILED, A.TIMEDOUT, A.SKIPPED, A.IGNORED})
+ACTION_ACTIVE = frozenset({A.SUBMITTED, A.RUNNING})  # count against concurrency
+ACTION_PENDING = frozenset({A.WAITING, A.READY})
+ACTION_RERUNNABLE = frozenset({A.TIMEDOUT, A.SUCCEEDED, A.KILLED, A.FAILED})  # DG_CoordinatorRerun
+
+JOB_TRANSITIONS: dict[str, frozenset[str]] = {
+    # The table of spec 6.1.2, verbatim ...
+    J.PREP: frozenset({J.PREPSUSPENDED, J.PREPPAUSED, J.RUNNING, J.KILLED}),
+    J.RUNNING: frozenset({J.RUNNINGWITHERROR, J.SUSPENDED, J.PAUSED, J.SUCCEEDED, J.KILLED}),
+    J.RUNNINGWITHERROR: frozenset(
+        {J.RUNNING, J.SUSPENDEDWITHERROR, J.PAUSEDWITHERROR, J.DONEWITHERROR, J.KILLED, J.FAILED}
+    ),
+    J.PREPSUSPENDED: frozenset({J.PREP, J.KILLED}),
+    J.SUSPENDED: frozenset({J.RUNNING, J.KILLED}),
+    J.SUSPENDEDWITHERROR: frozenset({J.RUNNINGWITHERROR, J.KILLED}),
+    J.PREPPAUSED: frozenset({J.PREP, J.KILLED}),
+    J.PAUSED: frozenset({J.SUSPENDED, J.RUNNING, J.KILLED}),
+    J.PAUSEDWITHERROR: frozenset({J.SUSPENDEDWITHERROR, J.RUNNINGWITHERROR, J.KILLED}),
+    # ... plus rerun (DG_CoordinatorRerun: rerunning actions of a finished job revives it).
+    J.SUCCEEDED: frozenset({J.RUNNING}),
+    J.DONEWITHERROR: frozenset({J.RUNNINGWITHERROR}),
+    J.FAILED: frozenset({J.IGNORED, J.RUNNINGWITHERROR}),
+    J.KILLED: frozenset({J.IGNORED, J.RUNNINGWITHERROR}),
+    J.IGNORED: frozenset({J.RUNNING}),
+}
+
+ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
+    # The table of spec 6.1.3.2, verbatim ...
+    A.WAITING: frozenset({A.READY, A.TIMEDOUT, A.SKIPPED, A.KILLED}),
+    A.READY: frozenset({A.SUBMITTED, A.SKIPPED, A.KILLED}),
+    A.SUBMITTED: frozenset({A.RUNNING, A.KILLED, A.FAILED}),
+    A.RUNNING: frozenset({A.SUCCEEDED, A.KILLED, A.FAILED}),
+    A.FAILED: frozenset({A.IGNORED, A.WAITING}),
+    A.KILLED: frozenset({A.IGNORED, A.WAITING}),
+    A.TIMEDOUT: frozenset({A.IGNORED, A.WAITING}),
+    A.IGNORED: frozenset({A.WAITING}),
+    # ... plus rerun of SUCCEEDED actions (DG_CoordinatorRerun pre-conditions).
+    A.SUCCEEDED: frozenset({A.WAITING}),
+    A.SKIPPED: frozenset(),
+}
+
+
+def check_transition(table: dict[str, frozenset[str]], current: str, target: str, what: str) -> None:
+    """Raise IllegalTransition unless the table allows current -> target."""
+    if target not in table.get(current, frozenset()):
+        allowed = ", ".join(sorted(table.get(current, frozenset()))) or "nothing"
+        raise IllegalTransition(f"{what} cannot go from {current} to {target} (from {current}: {allowed})")
+
+
+def job_status_from_actions(statuses: list[str], *, materialization_done: bool, current: str) -> str:
+    """The job status implied by its actions (spec 6.1.2), for a job that is running or finished."""
+    finished = statuses and all(s in ACTION_TERMINAL for s in statuses)
+    errors = {A.KILLED, A.FAILED, A.TIMEDOUT}
+    has_error = any(s in errors for s in statuses)
+    if materialization_done and finished:
+        # SKIPPED (LAST_ONLY, NONE) and IGNORED are not errors: they count with SUCCEEDED.
+        if all(s in (A.SUCCEEDED, A.SKIPPED, A.IGNORED) for s in statuses):
+            return J.SUCCEEDED
+        if all(s == A.FAILED for s in statuses):
+            return J.FAILED
+        if all(s == A.KILLED for s in statuses):
+            return J.KILLED
+        return J.DONEWITHERROR  # any mix with KILLED/FAILED/TIMEDOUT, or all TIMEDOUT
+    if current in (J.RUNNING, J.RUNNINGWITHERROR):
+        return J.RUNNINGWITHERROR if has_error else current
+    return current

@@ -1,0 +1,165 @@
+"""Coordinator jobs and actions as stored: definition, resolved configuration, owner, ACL, statuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from coordinators.choices import (
+    ACTION_PENDING,
+    ACTION_TRANSITIONS,
+    JOB_MATERIALIZING,
+    JOB_TRANSITIONS,
+    ActionStatus,
+    JobStatus,
+    check_transition,
+)
+
+JOB_ID_SUFFIX = "C"
+
+
+class IdSequence(models.Model):
+    """A named counter for Oozie-style job ids; one row per name, incremented under its row lock."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    value = models.BigIntegerField(default=0)
+    epoch = models.CharField(max_length=15, help_text="yyMMddHHmmssSSS of the sequence's creation")
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value}"
+
+
+def next_job_id(suffix: str = JOB_ID_SUFFIX) -> str:
+    """`0000012-261122093000123-C`: a 7-digit sequence, the sequence's epoch stamp, the job kind."""
+    with transaction.atomic():
+        stamp = timezone.now().strftime("%y%m%d%H%M%S%f")[:15]
+        IdSequence.objects.get_or_create(name="jobs", defaults={"epoch": stamp})
+        row = IdSequence.objects.select_for_update().get(name="jobs")
+        row.value += 1
+        row.save(update_fields=["value"])
+    return f"{row.value:07d}-{row.epoch}-{suffix}"
+
+
+class CoordinatorJobQuerySet(models.QuerySet["CoordinatorJob"]):
+    """Named filters over coordinator jobs."""
+
+    def due_for_materialization(self, horizon: Any) -> CoordinatorJobQuerySet:
+        """Running jobs whose next action falls before the horizon and before their end."""
+        return self.filter(
+            status__in=JOB_MATERIALIZING, next_materialize_at__lt=horizon, done_materializing=False
+        )
+
+
+class CoordinatorJob(models.Model):
+    """A submitted coordinator: its definition, resolved properties, owner, ACL, controls and progress.
+
+    Invariant: actions are only created while status is RUNNING or RUNNINGWITHERROR, and
+    numbers run 1, 2, 3 ... without gaps (unique per job).
+    """
+
+    id = models.CharField(max_length=40, primary_key=True)
+    app_name = models.CharField(max_length=255, db_index=True)
+    app_path = models.CharField(max_length=1024, blank=True)
+    definition = models.TextField(help_text="the coordinator XML as submitted")
+    configuration = models.JSONField(default=dict, help_text="job properties after <parameters> defaults")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="coordinator_jobs")
+    acl = models.CharField(max_length=1024, blank=True, help_text="oozie.job.acl: users and groups who may act")
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PREP, db_index=True)
+    pending = models.BooleanField(default=False, help_text="a command on this job is in flight")
+    frequency = models.CharField(max_length=64)
+    time_unit = models.CharField(max_length=16)
+    timezone = models.CharField(max_length=64)
+    start_time = models.DateTimeField()
+    end_time = models.DateTimeField()
+    pause_time = models.DateTimeField(null=True, blank=True)
+    timeout = models.IntegerField(default=-1, help_text="minutes; -1 none, 0 immediately")
+    concurrency = models.IntegerField(default=1)
+    execution = models.CharField(max_length=16, default="FIFO")
+    throttle = models.IntegerField(default=12)
+    last_action_number = models.IntegerField(default=0)
+    next_materialize_at = models.DateTimeField(null=True, blank=True, help_text="nominal time of the next action")
+    done_materializing = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_modified = models.DateTimeField(auto_now=True)
+
+    objects = CoordinatorJobQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            # "What is due now": a range scan over running jobs by their next nominal time.
+            models.Index(
+                fields=["next_materialize_at"],
+                condition=Q(status__in=sorted(JOB_MATERIALIZING), done_materializing=False),
+                name="coord_job_due_idx",
+            ),
+            models.Index(fields=["pending"], condition=Q(pending=True), name="coord_job_pending_idx"),
+            models.Index(fields=["owner", "-created_at"], name="coord_job_owner_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.app_name} [{self.status}]"
+
+    def transition_to(self, target: str) -> None:
+        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+        check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
+        self.status = target
+
+
+class CoordinatorAction(models.Model):
+    """One materialized run of a job: nominal time, resolved inputs/outputs and configuration.
+
+    Invariant: (job, number) is unique, so a retried or duplicated materialization never
+    creates an action twice.
+    """
+
+    id = models.CharField(max_length=60, primary_key=True)
+    job = models.ForeignKey(CoordinatorJob, on_delete=models.CASCADE, related_name="actions")
+    number = models.IntegerField()
+    nominal_time = models.DateTimeField()
+    created_time = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=16, choices=ActionStatus.choices, default=ActionStatus.WAITING)
+    pending = models.BooleanField(default=False)
+    missing_dependencies = models.JSONField(default=list, help_text="URIs not yet available")
+    data_in = models.JSONField(default=dict)
+    data_out = models.JSONField(default=dict)
+    run_conf = models.JSONField(default=dict, help_text="resolved action configuration")
+    external_id = models.CharField(max_length=255, blank=True, help_text="the launched Celery task id")
+    next_check_at = models.DateTimeField(null=True, blank=True, help_text="next input check (backoff)")
+    timeout_at = models.DateTimeField(null=True, blank=True)
+    sla = models.JSONField(null=True, blank=True)
+    error_message = models.TextField(blank=True)
+    last_modified = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "number"], name="coord_action_job_number_uniq")]
+        indexes = [
+            # Input re-checks and timeouts scan only waiting actions by due time.
+            models.Index(
+                fields=["next_check_at"],
+                condition=Q(status__in=sorted(ACTION_PENDING)),
+                name="coord_action_check_idx",
+            ),
+            models.Index(
+                fields=["timeout_at"],
+                condition=Q(status=ActionStatus.WAITING),
+                name="coord_action_timeout_idx",
+            ),
+            models.Index(fields=["job", "status", "nominal_time"], name="coord_action_job_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} [{self.status}]"
+
+    @staticmethod
+    def action_id(job_id: str, number: int) -> str:
+        """`<job id>@<number>`, as Oozie names actions."""
+        return f"{job_id}@{number}"
+
+    def transition_to(self, target: str) -> None:
+        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+        check_transition(ACTION_TRANSITIONS, self.status, target, f"coordinator action {self.id}")
+        self.status = target
