@@ -1,0 +1,134 @@
+"""Start and materialize: a job becomes RUNNING and creates its actions, idempotently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.plan import plan_action
+from datasets.timeline import count_before, iter_nominal_times, nominal_time
+from xcommands.base import XCommand
+from xcommands.errors import PreconditionFailed
+from xcommands.queue import enqueue
+
+
+def lookahead() -> timedelta:
+    """How far ahead of now actions are created (they then wait for their time and inputs)."""
+    return timedelta(seconds=int(getattr(settings, "COORD_MATERIALIZATION_LOOKAHEAD_SECONDS", 300)))
+
+
+def chunk_size() -> int:
+    """Actions created by one materialize command; more means another command follows."""
+    return int(getattr(settings, "COORD_MATERIALIZATION_CHUNK", 500))
+
+
+@dataclass
+class CoordStartXCommand(XCommand):
+    """PREP -> RUNNING; the first materialization follows in the same transaction."""
+
+    job_id: str
+
+    def job_key(self) -> str:
+        """Coordinator commands are ordered per job."""
+        return self.job_id
+
+    def load_state(self) -> None:
+        """Lock the job row."""
+        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
+
+    def verify_precondition(self) -> None:
+        """Only a PREP job starts."""
+        if self.job.status != JobStatus.PREP:
+            self.job.pending = False
+            self.job.save(update_fields=["pending"])
+            raise PreconditionFailed(f"job {self.job_id} is {self.job.status}, not PREP")
+
+    def execute(self) -> dict[str, str]:
+        """Mark running and queue materialization."""
+        self.job.transition_to(JobStatus.RUNNING)
+        self.job.next_materialize_at = self.job.start_time
+        self.job.save(update_fields=["status", "next_materialize_at", "pending"])
+        enqueue(CoordMaterializeXCommand(job_id=self.job_id))
+        return {"status": self.job.status}
+
+
+@dataclass
+class CoordMaterializeXCommand(XCommand):
+    """Create the job's due actions (nominal time before now + lookahead, before end), within throttle.
+
+    Idempotent: numbers continue from last_action_number and (job, number) is unique, so a
+    retried or duplicated command never creates an action twice. Catch-up of past start
+    times happens in chunks: when more are due, another materialize command is queued.
+    """
+
+    job_id: str
+
+    def job_key(self) -> str:
+        """Coordinator commands are ordered per job."""
+        return self.job_id
+
+    def load_state(self) -> None:
+        """Lock the job row."""
+        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
+
+    def verify_precondition(self) -> None:
+        """Only running jobs materialize; nothing while suspended or paused."""
+        if self.job.status not in JOB_MATERIALIZING or self.job.done_materializing:
+            self.job.pending = False
+            self.job.save(update_fields=["pending"])
+            raise PreconditionFailed(f"job {self.job_id} is {self.job.status}; not materializing")
+
+    def execute(self) -> dict[str, int]:
+        """Create up to a chunk of actions, bounded by throttle and the lookahead."""
+        from coordinators.services import load_resolved
+
+        job = self.job
+        resolved = load_resolved(job)
+        now = timezone.now()
+        horizon = min(job.end_time, now + lookahead())
+        if job.pause_time is not None:
+            horizon = min(horizon, job.pause_time)
+        waiting = job.actions.filter(status=ActionStatus.WAITING).count()
+        room = max(0, job.throttle - waiting)
+        due_total = count_before(resolved.start, horizon, resolved.frequency, resolved.tz)
+        wanted = min(chunk_size(), room, max(0, due_total - job.last_action_number))
+        created = []
+        first_index = job.last_action_number  # 0-based index of the next action
+        start_at = nominal_time(resolved.start, first_index, resolved.frequency, resolved.tz) if wanted else None
+        times = (
+            iter_nominal_times(start_at, horizon, resolved.frequency, resolved.tz, limit=wanted)
+            if start_at is not None
+            else []
+        )
+        for offset, nominal in enumerate(times):
+            number = first_index + offset + 1
+            plan = plan_action(resolved, number, now=now, nominal=nominal)
+            created.append(
+                CoordinatorAction(
+                    id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
+                    nominal_time=nominal, created_time=now, data_in=plan.data_in, data_out=plan.data_out,
+                    run_conf={"app_path": plan.app_path, **plan.configuration},
+                    missing_dependencies=[uri for uris in plan.data_in.values() for uri in uris],
+                    next_check_at=now,
+                    timeout_at=None if job.timeout < 0 else nominal + timedelta(minutes=job.timeout),
+                )
+            )
+        CoordinatorAction.objects.bulk_create(created, ignore_conflicts=True)
+        job.last_action_number += len(created)
+        total = count_before(resolved.start, job.end_time, resolved.frequency, resolved.tz)
+        job.done_materializing = job.last_action_number >= total
+        job.next_materialize_at = (
+            None if job.done_materializing
+            else nominal_time(resolved.start, job.last_action_number, resolved.frequency, resolved.tz)
+        )
+        more_due = not job.done_materializing and job.last_action_number < due_total and room > len(created)
+        job.pending = more_due
+        job.save(update_fields=["last_action_number", "done_materializing", "next_materialize_at", "pending"])
+        if more_due:
+            enqueue(CoordMaterializeXCommand(job_id=self.job_id))
+        return {"created": len(created), "last_action_number": job.last_action_number}

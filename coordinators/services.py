@@ -1,0 +1,84 @@
+"""Domain actions on coordinator jobs (what views, the CLI and the admin call)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from coordinators.definitions import DefinitionError, parse_coordinator
+from coordinators.models import CoordinatorJob, next_job_id
+from coordinators.plan import ResolvedCoordinator, resolve_coordinator
+from datasets.timeline import format_datetime
+
+SUPPORTED_LAUNCHERS = ("task:",)
+
+
+def load_resolved(job: CoordinatorJob) -> ResolvedCoordinator:
+    """The job's definition resolved again from what was stored at submission (deterministic)."""
+    app = parse_coordinator(job.definition, f"{job.id}.xml", app_dir=job.app_path or None)
+    return resolve_coordinator(
+        app, job.configuration, user=job.owner.get_username(),
+        processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
+    )
+
+
+def submit_coordinator(
+    definition: str | bytes,
+    properties: Mapping[str, str],
+    *,
+    owner: Any,
+    app_dir: str | None = None,
+    start: bool = True,
+) -> CoordinatorJob:
+    """Validate, resolve and store a coordinator job (PREP); queue its start unless told not to.
+
+    The owner is the authenticated caller, never `user.name` from the properties. A
+    definition that does not resolve, or whose action would need an unsupported launcher,
+    is refused with a DefinitionError and nothing is stored.
+    """
+    from coordinators.commands import CoordStartXCommand
+    from xcommands.queue import enqueue
+
+    text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
+    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir)
+    resolved = resolve_coordinator(
+        app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
+    )
+    if not resolved.app_path.startswith(SUPPORTED_LAUNCHERS):
+        raise DefinitionError(
+            f"app-path {resolved.app_path!r} needs a launcher this service does not have "
+            f"(supported: {', '.join(SUPPORTED_LAUNCHERS)}<celery task name>)",
+            source=app.source, element="app-path",
+        )
+    with transaction.atomic():
+        job = CoordinatorJob.objects.create(
+            id=next_job_id(),
+            app_name=resolved.name,
+            app_path=app_dir or "",
+            definition=text,
+            configuration=dict(properties),
+            owner=owner,
+            acl=properties.get("oozie.job.acl", ""),
+            frequency=str(resolved.frequency.amount if resolved.frequency.cron is None else resolved.frequency.cron),
+            time_unit=resolved.frequency.unit.value,
+            timezone=str(resolved.tz),
+            start_time=resolved.start,
+            end_time=resolved.end,
+            timeout=resolved.timeout,
+            concurrency=resolved.concurrency,
+            execution=resolved.execution,
+            throttle=resolved.throttle,
+        )
+        if start:
+            job.pending = True
+            job.save(update_fields=["pending"])
+            enqueue(CoordStartXCommand(job_id=job.id))
+    return job
+
+
+def describe(job: CoordinatorJob) -> str:
+    """One line about a job, for logs and the CLI."""
+    return f"{job.id} {job.app_name} {job.status} {format_datetime(job.start_time)}..{format_datetime(job.end_time)}"

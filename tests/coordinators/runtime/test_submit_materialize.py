@@ -1,0 +1,131 @@
+"""Submit, start and materialize through the command engine (in process; workers are tested elsewhere)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import override_settings
+from django.utils import timezone
+
+from coordinators.choices import ActionStatus, JobStatus
+from coordinators.definitions import DefinitionError
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.services import submit_coordinator
+from datasets.timeline import format_datetime
+from xcommands import engine
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _engine(redis_url: str) -> Iterator[None]:
+    from project.celery import app
+    from tests.conftest import _point_celery_at
+
+    old = (app.conf.broker_url, app.conf.result_backend)
+    _point_celery_at(app, redis_url, redis_url)
+    with override_settings(COMMAND_DRAIN_MAX=1):
+        yield
+    _point_celery_at(app, *old)
+
+
+def xml(start: str, end: str, throttle: int = 12, app_path: str = "task:examples.noop") -> str:
+    return f"""<coordinator-app name="minutely" frequency="${{coord:minutes(1)}}" start="{start}" end="{end}" timezone="UTC"
+        xmlns="uri:oozie:coordinator:0.4">
+      <controls><throttle>{throttle}</throttle></controls>
+      <datasets><dataset name="d" frequency="${{coord:minutes(1)}}" initial-instance="2000-01-01T00:00Z" timezone="UTC">
+        <uri-template>file:///data/${{YEAR}}/${{MONTH}}/${{DAY}}/${{HOUR}}${{MINUTE}}</uri-template></dataset></datasets>
+      <input-events><data-in name="in" dataset="d"><instance>${{coord:current(0)}}</instance></data-in></input-events>
+      <action><workflow><app-path>{app_path}</app-path>
+        <configuration><property><name>input</name><value>${{coord:dataIn('in')}}</value></property></configuration>
+      </workflow></action>
+    </coordinator-app>"""
+
+
+def run_all() -> int:
+    """Run every runnable command head until none is left; how many ran."""
+    ran = 0
+    for _ in range(100):
+        heads = [c.pk for c in Command.objects.filter(status=CommandStatus.PENDING).order_by("seq")]
+        progressed = [pk for pk in heads if engine.process(pk) != "not-runnable"]
+        ran += len(progressed)
+        if not progressed:
+            return ran
+    return ran
+
+
+def minutes_ago(n: int) -> str:
+    return format_datetime((timezone.now() - timedelta(minutes=n)).replace(second=0, microsecond=0))
+
+
+def test_submit_start_and_catch_up_within_throttle() -> None:
+    """A past job materializes at most `throttle` WAITING actions; numbers start at 1; nothing twice."""
+    owner = User.objects.create_user("ann")
+    job = submit_coordinator(xml(minutes_ago(30), minutes_ago(10), throttle=5), {}, owner=owner)
+    assert job.status == JobStatus.PREP and job.owner == owner
+    run_all()
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    actions = list(job.actions.order_by("number"))
+    assert [a.number for a in actions] == [1, 2, 3, 4, 5]
+    assert all(a.status == ActionStatus.WAITING for a in actions)
+    assert actions[0].id == f"{job.id}@1"
+    assert actions[0].run_conf["input"] == actions[0].data_in["in"][0]
+    # Materializing again changes nothing while throttle is full.
+    from coordinators.commands import CoordMaterializeXCommand
+    from xcommands.queue import enqueue
+
+    enqueue(CoordMaterializeXCommand(job_id=job.id))
+    run_all()
+    assert job.actions.count() == 5
+    # Freeing the throttle lets the next chunk come, continuing the numbers.
+    CoordinatorAction.objects.filter(job=job).update(status=ActionStatus.READY)
+    enqueue(CoordMaterializeXCommand(job_id=job.id))
+    run_all()
+    assert [a.number for a in job.actions.order_by("number")] == list(range(1, 11))
+
+
+def test_end_is_exclusive_and_materialization_finishes() -> None:
+    """Start to end (exclusive) with a large throttle: exactly end-start actions, then done."""
+    owner = User.objects.create_user("bob")
+    job = submit_coordinator(xml(minutes_ago(20), minutes_ago(5), throttle=100), {}, owner=owner)
+    run_all()
+    job.refresh_from_db()
+    assert job.actions.count() == 15
+    assert job.done_materializing is True and job.next_materialize_at is None
+    assert job.pending is False
+
+
+def test_suspended_jobs_create_nothing() -> None:
+    """Nothing is materialized unless the job is RUNNING (or RUNNINGWITHERROR)."""
+    owner = User.objects.create_user("cy")
+    job = submit_coordinator(xml(minutes_ago(20), minutes_ago(5)), {}, owner=owner)
+    run_all()
+    CoordinatorJob.objects.filter(pk=job.pk).update(status=JobStatus.SUSPENDED, last_action_number=0)
+    CoordinatorAction.objects.filter(job=job).delete()
+    from coordinators.commands import CoordMaterializeXCommand
+    from xcommands.queue import enqueue
+
+    skipped = enqueue(CoordMaterializeXCommand(job_id=job.id))
+    run_all()
+    skipped.refresh_from_db()
+    assert skipped.status == CommandStatus.SKIPPED
+    assert job.actions.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("app_path", "message"),
+    [("hdfs://bar:8020/usr/joe/wf", "needs a launcher"), ("${nope}", "unresolved variable")],
+)
+def test_unsupported_or_unresolved_submissions_store_nothing(app_path: str, message: str) -> None:
+    """A refused submission raises DefinitionError and writes no job and no command."""
+    owner = User.objects.create_user("dee")
+    with pytest.raises(DefinitionError, match=message):
+        submit_coordinator(xml(minutes_ago(20), minutes_ago(5), app_path=app_path), {}, owner=owner)
+    assert CoordinatorJob.objects.count() == 0
+    assert Command.objects.count() == 0
