@@ -146,7 +146,13 @@ COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
 # Celery tasks that keyed jobs (API and enqueue_job) may run: glob patterns on task names.
 KEYED_JOB_ALLOWED_TASKS = env_list("KEYED_JOB_ALLOWED_TASKS", ["actions.*", "examples.*"])
 # Extra modules every worker imports (tasks of plug-ins, or of the test suite).
-CELERY_IMPORTS = env_list("EXTRA_TASK_MODULES", [])
+CELERY_IMPORTS = env_list("EXTRA_TASK_MODULES", ["examples.tasks"])
+# Coordinator runtime: how far ahead actions are created, how often services scan, input checks.
+COORD_MATERIALIZATION_LOOKAHEAD_SECONDS = env_int("COORD_MATERIALIZATION_LOOKAHEAD_SECONDS", 300)
+COORD_MATERIALIZATION_CHUNK = env_int("COORD_MATERIALIZATION_CHUNK", 500)
+COORD_INPUT_CHECK_SECONDS = env_int("COORD_INPUT_CHECK_SECONDS", 60)
+COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 600)
+STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
 # Finished commands (the engine's history) are kept this long.
 COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
 CELERY_BEAT_SCHEDULE = {
@@ -159,6 +165,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "xcommands.service.purge",
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
+    },
+    "coordinator-materialization-trigger": {
+        "task": "statusservice.materialization_trigger",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+    },
+    "coordinator-input-checks": {
+        "task": "statusservice.input_checks",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
     },
 }
 

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+from coordinators.commands.actions import (
+    CoordActionInputCheckXCommand,
+    CoordActionReadyXCommand,
+    CoordActionStatusXCommand,
+    CoordJobStatusXCommand,
+)
 from coordinators.commands.lifecycle import CoordMaterializeXCommand, CoordStartXCommand
 
-__all__ = ["CoordMaterializeXCommand", "CoordStartXCommand"]
+__all__ = [
+    "CoordActionInputCheckXCommand",
+    "CoordActionReadyXCommand",
+    "CoordActionStatusXCommand",
+    "CoordJobStatusXCommand",
+    "CoordMaterializeXCommand",
+    "CoordStartXCommand",
+]

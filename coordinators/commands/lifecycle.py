@@ -105,17 +105,19 @@ class CoordMaterializeXCommand(XCommand):
             if start_at is not None
             else []
         )
+        flags = {event.name: resolved.datasets[event.dataset].done_flag for event in resolved.app.input_events}
         for offset, nominal in enumerate(times):
             number = first_index + offset + 1
             plan = plan_action(resolved, number, now=now, nominal=nominal)
+            waits_from = max(nominal, now)  # Oozie: waiting time counts from max(nominal, created)
             created.append(
                 CoordinatorAction(
                     id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
                     nominal_time=nominal, created_time=now, data_in=plan.data_in, data_out=plan.data_out,
                     run_conf={"app_path": plan.app_path, **plan.configuration},
-                    missing_dependencies=[uri for uris in plan.data_in.values() for uri in uris],
-                    next_check_at=now,
-                    timeout_at=None if job.timeout < 0 else nominal + timedelta(minutes=job.timeout),
+                    missing_dependencies=[[uri, flags[name]] for name, uris in plan.data_in.items() for uri in uris],
+                    next_check_at=nominal,
+                    timeout_at=None if job.timeout < 0 else waits_from + timedelta(minutes=job.timeout),
                 )
             )
         CoordinatorAction.objects.bulk_create(created, ignore_conflicts=True)

@@ -1,0 +1,61 @@
+"""Is a dataset instance there? Stored answers first, then storage through fsspec."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+
+from datasets.models import AvailableInstance, uri_key
+
+log = logging.getLogger(__name__)
+
+Dependency = tuple[str, str]  # (uri, done_flag); an empty flag means the directory itself
+
+
+def flag_path(uri: str, done_flag: str) -> str:
+    """What must exist: the done-flag inside the instance's directory, or the directory."""
+    return f"{uri.rstrip('/')}/{done_flag}" if done_flag else uri
+
+
+def exists_on_storage(uri: str, done_flag: str) -> bool:
+    """Ask storage (file://, plain paths, memory://, s3://, hdfs:// with their fsspec packages)."""
+    import fsspec
+
+    target = flag_path(uri, done_flag)
+    try:
+        fs, path = fsspec.core.url_to_fs(target)
+        return bool(fs.exists(path))
+    except (OSError, ValueError, ImportError) as exc:
+        log.warning("cannot check %s: %s", target, exc)
+        return False
+
+
+def still_missing(dependencies: Iterable[Dependency], now: datetime) -> list[Dependency]:
+    """The dependencies not yet available; positive storage answers are recorded for everyone."""
+    pending = [(uri, flag) for uri, flag in dependencies if not uri.startswith("${")]
+    deferred = [(uri, flag) for uri, flag in dependencies if uri.startswith("${")]
+    known = set(
+        AvailableInstance.objects.filter(key__in=[uri_key(u, f) for u, f in pending]).values_list("key", flat=True)
+    )
+    missing: list[Dependency] = []
+    found: list[AvailableInstance] = []
+    for uri, flag in pending:
+        key = uri_key(uri, flag)
+        if key in known:
+            continue
+        if exists_on_storage(uri, flag):
+            found.append(AvailableInstance(key=key, uri=uri, done_flag=flag, available_at=now, source="storage"))
+        else:
+            missing.append((uri, flag))
+    AvailableInstance.objects.bulk_create(found, ignore_conflicts=True)
+    return missing + deferred
+
+
+def announce(uri: str, done_flag: str, now: datetime) -> bool:
+    """Record an instance as available (a producer told us); True when it was new."""
+    created = AvailableInstance.objects.bulk_create(
+        [AvailableInstance(key=uri_key(uri, done_flag), uri=uri, done_flag=done_flag, available_at=now, source="event")],
+        ignore_conflicts=True,
+    )
+    return bool(created and created[0].pk)

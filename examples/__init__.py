@@ -1,0 +1,1 @@
+"""Example tasks that coordinator actions can run (`task:examples.<name>`)."""

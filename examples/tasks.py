@@ -1,0 +1,57 @@
+"""Small, real tasks for coordinator actions: they read and write local files.
+
+A coordinator action calls them with its resolved `configuration` and its `nominal_time`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from celery import shared_task
+
+
+def _local(uri: str) -> Path:
+    parts = urlsplit(uri)
+    if parts.scheme not in ("", "file"):
+        raise ValueError(f"{uri!r} is not a local file URI")
+    return Path(parts.path)
+
+
+@shared_task(name="examples.noop")
+def noop(configuration: dict[str, Any], nominal_time: str) -> str:
+    """Do nothing (for tests and demos)."""
+    return nominal_time
+
+
+@shared_task(name="examples.fail")
+def fail(configuration: dict[str, Any], nominal_time: str) -> None:
+    """Always fail: shows how a failed action is reported."""
+    raise RuntimeError(f"example failure for {nominal_time}")
+
+
+@shared_task(name="examples.produce")
+def produce(configuration: dict[str, Any], nominal_time: str) -> str:
+    """Write one output instance: `output` is a directory URI; a _SUCCESS flag marks it complete."""
+    out = _local(str(configuration["output"]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "data.json").write_text(json.dumps({"nominal_time": nominal_time, "inputs": configuration.get("input", "")}))
+    (out / "_SUCCESS").write_text("")
+    return str(out)
+
+
+@shared_task(name="examples.aggregate")
+def aggregate(configuration: dict[str, Any], nominal_time: str) -> str:
+    """Combine the input instances (comma-separated directory URIs) into one output instance."""
+    inputs = [uri for uri in str(configuration.get("input", "")).split(",") if uri]
+    records = []
+    for uri in inputs:
+        data = _local(uri) / "data.json"
+        records.append(json.loads(data.read_text()) if data.exists() else {"missing": uri})
+    out = _local(str(configuration["output"]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps({"nominal_time": nominal_time, "parts": records}))
+    (out / "_SUCCESS").write_text("")
+    return str(out)
