@@ -82,3 +82,19 @@ def submit_coordinator(
 def describe(job: CoordinatorJob) -> str:
     """One line about a job, for logs and the CLI."""
     return f"{job.id} {job.app_name} {job.status} {format_datetime(job.start_time)}..{format_datetime(job.end_time)}"
+
+
+def control(job_id: str, verb: str) -> CoordinatorJob:
+    """Queue kill, suspend or resume; refused at once (IllegalTransition) when the status does not allow it."""
+    from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
+    from coordinators.commands.control import check_verb
+    from xcommands.queue import enqueue
+
+    commands = {"kill": CoordKillXCommand, "suspend": CoordSuspendXCommand, "resume": CoordResumeXCommand}
+    if verb not in commands:
+        raise ValueError(f"unknown verb {verb!r}; use {', '.join(commands)}")
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_verb(job, verb)
+        enqueue(commands[verb](job_id=job_id))
+    return job

@@ -8,6 +8,11 @@ from coordinators.commands.actions import (
     CoordActionStatusXCommand,
     CoordJobStatusXCommand,
 )
+from coordinators.commands.control import (
+    CoordKillXCommand,
+    CoordResumeXCommand,
+    CoordSuspendXCommand,
+)
 from coordinators.commands.lifecycle import CoordMaterializeXCommand, CoordStartXCommand
 
 __all__ = [
@@ -15,6 +20,9 @@ __all__ = [
     "CoordActionReadyXCommand",
     "CoordActionStatusXCommand",
     "CoordJobStatusXCommand",
+    "CoordKillXCommand",
     "CoordMaterializeXCommand",
+    "CoordResumeXCommand",
     "CoordStartXCommand",
+    "CoordSuspendXCommand",
 ]

@@ -129,3 +129,88 @@ def test_unsupported_or_unresolved_submissions_store_nothing(app_path: str, mess
         submit_coordinator(xml(minutes_ago(20), minutes_ago(5), app_path=app_path), {}, owner=owner)
     assert CoordinatorJob.objects.count() == 0
     assert Command.objects.count() == 0
+
+
+def test_suspend_holds_materialization_and_resume_catches_up() -> None:
+    """Suspended: no new actions; resumed: the missed ones are created (spec 6.1.2)."""
+    from coordinators.services import control
+
+    owner = User.objects.create_user("eve")
+    job = submit_coordinator(xml(minutes_ago(10), minutes_ago(-60), throttle=100), {}, owner=owner)
+    run_all()
+    created_before = job.actions.count()
+    assert created_before >= 10
+    control(job.id, "suspend")
+    run_all()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUSPENDED
+    # Time passes while suspended: pretend a further batch is due, materialization is refused.
+    from coordinators.commands import CoordMaterializeXCommand
+    from xcommands.queue import enqueue
+
+    CoordinatorJob.objects.filter(pk=job.pk).update(last_action_number=created_before - 3)
+    CoordinatorAction.objects.filter(job=job, number__gt=created_before - 3).delete()
+    enqueue(CoordMaterializeXCommand(job_id=job.id))
+    run_all()
+    assert job.actions.count() == created_before - 3
+    control(job.id, "resume")
+    run_all()
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert job.actions.count() >= created_before  # the missed ones are back
+
+
+def test_kill_kills_live_actions_and_refuses_twice() -> None:
+    """Kill moves the job and every unfinished action to KILLED; a second kill is refused at once."""
+    from coordinators.choices import IllegalTransition
+    from coordinators.services import control
+
+    owner = User.objects.create_user("fay")
+    job = submit_coordinator(xml(minutes_ago(5), minutes_ago(-60)), {}, owner=owner)
+    run_all()
+    first = job.actions.get(number=1)
+    first.status = ActionStatus.SUCCEEDED
+    first.save()
+    control(job.id, "kill")
+    run_all()
+    job.refresh_from_db()
+    assert job.status == JobStatus.KILLED
+    statuses = set(job.actions.exclude(number=1).values_list("status", flat=True))
+    assert statuses == {ActionStatus.KILLED}
+    assert job.actions.get(number=1).status == ActionStatus.SUCCEEDED  # finished work is kept
+    with pytest.raises(IllegalTransition, match="it is KILLED"):
+        control(job.id, "kill")
+    with pytest.raises(IllegalTransition, match="cannot resume"):
+        control(job.id, "resume")
+
+
+@pytest.mark.parametrize(
+    ("execution", "expected_started", "expected_skipped"),
+    [
+        pytest.param("FIFO", [1], [], id="fifo-oldest-first"),
+        pytest.param("LIFO", [4], [], id="lifo-newest-first"),
+        pytest.param("LAST_ONLY", [4], [1, 2, 3], id="last-only-skips-older"),
+    ],
+)
+def test_execution_order_on_a_backlog(execution: str, expected_started: list[int], expected_skipped: list[int]) -> None:
+    """Concurrency 1 on four READY actions: FIFO starts the oldest, LIFO the newest, LAST_ONLY skips the rest."""
+    from unittest import mock
+
+    from coordinators.commands import CoordActionReadyXCommand
+    from xcommands.queue import enqueue
+
+    owner = User.objects.create_user(f"u-{execution.lower()}")
+    text = xml(minutes_ago(4), minutes_ago(0), throttle=100).replace(
+        "<controls>", f"<controls><concurrency>1</concurrency><execution>{execution}</execution>"
+    )
+    job = submit_coordinator(text, {}, owner=owner)
+    run_all()
+    assert job.actions.count() == 4
+    CoordinatorAction.objects.filter(job=job).update(status=ActionStatus.READY)
+    with mock.patch("coordinators.commands.actions.launch") as launched:
+        enqueue(CoordActionReadyXCommand(job_id=job.id))
+        run_all()
+    started = sorted(job.actions.filter(status=ActionStatus.SUBMITTED).values_list("number", flat=True))
+    skipped = sorted(job.actions.filter(status=ActionStatus.SKIPPED).values_list("number", flat=True))
+    assert (started, skipped) == (expected_started, expected_skipped)
+    assert launched.call_count == 1
