@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -12,6 +12,7 @@ from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.models import CoordinatorJob, next_job_id
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from datasets.timeline import format_datetime
+from xcommands.base import XCommand
 
 SUPPORTED_LAUNCHERS = ("task:",)
 
@@ -90,7 +91,9 @@ def control(job_id: str, verb: str) -> CoordinatorJob:
     from coordinators.commands.control import check_verb
     from xcommands.queue import enqueue
 
-    commands = {"kill": CoordKillXCommand, "suspend": CoordSuspendXCommand, "resume": CoordResumeXCommand}
+    commands: dict[str, Callable[..., XCommand]] = {
+        "kill": CoordKillXCommand, "suspend": CoordSuspendXCommand, "resume": CoordResumeXCommand,
+    }
     if verb not in commands:
         raise ValueError(f"unknown verb {verb!r}; use {', '.join(commands)}")
     with transaction.atomic():
