@@ -101,3 +101,19 @@ def control(job_id: str, verb: str) -> CoordinatorJob:
         check_verb(job, verb)
         enqueue(commands[verb](job_id=job_id))
     return job
+
+
+def start_job(job_id: str) -> CoordinatorJob:
+    """Queue the start of a job submitted without starting it (PREP); refused otherwise."""
+    from coordinators.choices import IllegalTransition, JobStatus
+    from coordinators.commands import CoordStartXCommand
+    from xcommands.queue import enqueue
+
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        if job.status != JobStatus.PREP or job.pending:
+            raise IllegalTransition(f"cannot start coordinator job {job.id}: it is {job.status}")
+        job.pending = True
+        job.save(update_fields=["pending"])
+        enqueue(CoordStartXCommand(job_id=job_id))
+    return job

@@ -1,0 +1,126 @@
+"""`manage.py job`: the `oozie job` command line for coordinators (DG_CommandLineTool)."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
+
+from coordinators.choices import IllegalTransition
+from coordinators.definitions import DefinitionError, load_configuration
+from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, locate_application
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from datasets.timeline import format_datetime
+
+VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "dryrun")
+
+
+class Command(BaseCommand):
+    """Submit and control coordinator jobs as `oozie job` does."""
+
+    help = "oozie job for coordinators: -run|-submit|-dryrun -config F, -start|-info|-kill|-suspend|-resume ID"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        """Oozie's single-dash options."""
+        group = parser.add_mutually_exclusive_group(required=True)
+        for verb in ("run", "submit", "dryrun"):
+            group.add_argument(f"-{verb}", dest="verb", action="store_const", const=verb)
+        for verb in ("start", "info", "kill", "suspend", "resume"):
+            group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
+        parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
+        parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
+        parser.add_argument("-len", type=int, default=50, help="-info: actions per page")
+        parser.add_argument("-offset", type=int, default=1, help="-info: first action (1-based)")
+        parser.add_argument("-filter", default="", help="-info: status=RUNNING;status=WAITING ...")
+        parser.add_argument("-order", choices=("asc", "desc"), default="asc", help="-info: action order")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """Dispatch the verb; user errors are one line, exit 1."""
+        verb = options.get("verb") or next((v for v in VERBS if options.get(v)), None)
+        try:
+            if verb in ("run", "submit", "dryrun"):
+                self._submit(verb, options)
+            elif verb == "info":
+                self._info(options["info"], options)
+            elif verb is not None:
+                self._control(verb, options[verb])
+        except (DefinitionError, IllegalTransition, ValueError) as exc:
+            raise CommandError(" ".join(str(exc).split())) from None
+        except CoordinatorJob.DoesNotExist:
+            raise CommandError(f"no coordinator job {options.get(verb or '')!r}") from None
+
+    def _user(self, options: dict[str, Any]) -> Any:
+        name = options["user"] or getpass.getuser()
+        user = get_user_model().objects.filter(username=name).first()
+        if user is None:
+            raise CommandError(f"no user {name!r}; pass -user NAME of an existing user")
+        return user
+
+    def _submit(self, verb: str, options: dict[str, Any]) -> None:
+        if not options["config"]:
+            raise CommandError(f"-{verb} needs -config JOB.properties")
+        config = Path(options["config"])
+        if verb == "dryrun":
+            from django.utils import timezone
+
+            self.stdout.write(as_text(dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)))
+            return
+        from coordinators.services import submit_coordinator
+
+        try:
+            properties = load_configuration(config.read_bytes(), str(config))
+        except OSError as exc:
+            raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+        if APP_PATH_PROPERTY not in properties:
+            raise CommandError(f"{config}: {APP_PATH_PROPERTY} is not set")
+        xml_path = locate_application(config, properties[APP_PATH_PROPERTY])
+        try:
+            xml = xml_path.read_text()
+        except OSError as exc:
+            raise CommandError(f"cannot read {xml_path}: {exc.strerror or exc}") from None
+        job = submit_coordinator(
+            xml, properties, owner=self._user(options), app_dir=str(xml_path.parent), start=(verb == "run")
+        )
+        self.stdout.write(f"job: {job.id}")
+
+    def _control(self, verb: str, job_id: str) -> None:
+        from coordinators.services import control, start_job
+
+        if verb == "start":
+            start_job(job_id)
+        else:
+            control(job_id, verb)
+        self.stdout.write(f"{verb}: {job_id} queued")
+
+    def _info(self, job_id: str, options: dict[str, Any]) -> None:
+        job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
+        lines = [
+            f"Job ID : {job.id}",
+            "-" * 80,
+            f"Job Name    : {job.app_name}",
+            f"App Path    : {job.app_path}",
+            f"Status      : {job.status}",
+            f"User        : {job.owner.get_username()}",
+            f"Start Time  : {format_datetime(job.start_time)}",
+            f"End Time    : {format_datetime(job.end_time)}",
+            f"Frequency   : {job.frequency} {job.time_unit}",
+            f"Concurrency : {job.concurrency}  Execution: {job.execution}  Timeout: {job.timeout}  Throttle: {job.throttle}",
+            "-" * 80,
+            f"{'ID':<45} {'Status':<10} {'Ext ID':<36} {'Nominal Time':<18} Err",
+        ]
+        actions: QuerySet[CoordinatorAction] = job.actions.all()
+        statuses = [p.split("=", 1)[1].upper() for p in options["filter"].split(";") if p.startswith("status=")]
+        if statuses:
+            actions = actions.filter(status__in=statuses)
+        actions = actions.order_by("number" if options["order"] == "asc" else "-number")
+        start = max(0, options["offset"] - 1)
+        for action in actions[start:start + max(1, options["len"])]:
+            lines.append(
+                f"{action.id:<45} {action.status:<10} {action.external_id or '-':<36} "
+                f"{format_datetime(action.nominal_time):<18} {action.error_message[:40]}"
+            )
+        self.stdout.write("\n".join(lines))

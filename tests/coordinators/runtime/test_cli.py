@@ -1,0 +1,108 @@
+"""`manage.py job`: submit, start, info, suspend, resume and kill from the command line."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+from django.utils import timezone
+
+from coordinators.choices import JobStatus
+from coordinators.models import CoordinatorJob
+from datasets.timeline import format_datetime
+from xcommands import engine
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _engine(redis_url: str) -> Iterator[None]:
+    from project.celery import app
+    from tests.conftest import _point_celery_at
+
+    old = (app.conf.broker_url, app.conf.result_backend)
+    _point_celery_at(app, redis_url, redis_url)
+    with override_settings(COMMAND_DRAIN_MAX=1):
+        yield
+    _point_celery_at(app, *old)
+
+
+def drain() -> None:
+    for _ in range(50):
+        heads = [c.pk for c in Command.objects.filter(status=CommandStatus.PENDING).order_by("seq")]
+        if not [pk for pk in heads if engine.process(pk) != "not-runnable"]:
+            return
+
+
+def job_files(tmp_path: Path) -> Path:
+    start = (timezone.now() - timedelta(minutes=5)).replace(second=0, microsecond=0)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "coordinator.xml").write_text(
+        """<coordinator-app name="cli" frequency="${coord:minutes(1)}" start="${start}" end="${end}" timezone="UTC"
+            xmlns="uri:oozie:coordinator:0.4">
+          <action><workflow><app-path>task:examples.noop</app-path></workflow></action>
+        </coordinator-app>"""
+    )
+    properties = tmp_path / "job.properties"
+    properties.write_text(
+        f"oozie.coord.application.path=app\nstart={format_datetime(start)}\nend={format_datetime(start + timedelta(hours=1))}\n"
+    )
+    return properties
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("job", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_submit_start_info_suspend_resume_kill(tmp_path: Path) -> None:
+    """The oozie job verbs drive the same commands as every other interface."""
+    User.objects.create_user("ann")
+    properties = job_files(tmp_path)
+    job_id = run("-submit", "-config", str(properties), "-user", "ann").split("job: ", 1)[1].strip()
+    drain()
+    assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.PREP
+    run("-start", job_id)
+    drain()
+    info = run("-info", job_id, "-len", "3", "-order", "desc")
+    assert "Status      : RUNNING" in info and "User        : ann" in info
+    assert info.count(f"{job_id}@") == 3
+    run("-suspend", job_id)
+    drain()
+    assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.SUSPENDED
+    run("-resume", job_id)
+    drain()
+    assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.RUNNING
+    run("-kill", job_id)
+    drain()
+    assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.KILLED
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("-kill", "0000000-000000000000000-C"), "no coordinator job"),
+        (("-run",), "needs -config"),
+        (("-run", "-config", "/nonexistent/job.properties"), "cannot read"),
+    ],
+)
+def test_cli_errors_are_one_line(args: tuple[str, ...], message: str) -> None:
+    """Unknown ids and bad files are CommandErrors with a reason, not tracebacks."""
+    with pytest.raises(CommandError, match=message):
+        run(*args)
+
+
+def test_run_refuses_unknown_users(tmp_path: Path) -> None:
+    """The CLI acts as an existing user only."""
+    with pytest.raises(CommandError, match="no user 'ghost'"):
+        run("-run", "-config", str(job_files(tmp_path)), "-user", "ghost")
+    assert CoordinatorJob.objects.count() == 0
