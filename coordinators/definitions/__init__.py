@@ -1,15 +1,32 @@
-"""Coordinator and bundle definitions: hardened XML parsing and XSD validation (pure: no Django)."""
+"""Coordinator definitions: hardened XML parsing, XSD validation, job configuration (pure: no Django)."""
 
 from __future__ import annotations
 
 from coordinators.definitions.config import (
+    load_config,
     load_configuration,
     parse_hadoop_configuration,
     parse_properties,
     serialize_hadoop_configuration,
 )
-from coordinators.definitions.errors import DefinitionError
+from coordinators.definitions.errors import (
+    ConfigurationError,
+    DatasetCollisionError,
+    DefinitionError,
+    DocumentTooLargeError,
+    DuplicateEventError,
+    IncludeError,
+    MalformedXMLError,
+    MissingParameterError,
+    SchemaValidationError,
+    UndefinedDatasetError,
+    UnsafeXMLError,
+    UnsupportedFeatureError,
+    UnsupportedNamespaceError,
+)
+from coordinators.definitions.includes import Loader, fsspec_loader
 from coordinators.definitions.model import (
+    DEFAULT_DONE_FLAG,
     Action,
     Controls,
     CoordinatorApp,
@@ -19,21 +36,36 @@ from coordinators.definitions.model import (
     Parameter,
     SLAInfo,
 )
-from coordinators.definitions.parser import fsspec_loader, merge_parameters, parse_coordinator
+from coordinators.definitions.parser import merge_parameters, parse_coordinator
 from coordinators.definitions.schemas import supported_namespaces, validate
 from coordinators.definitions.xmlsafe import parse_xml
 
 __all__ = [
+    "DEFAULT_DONE_FLAG",
     "Action",
+    "ConfigurationError",
     "Controls",
     "CoordinatorApp",
     "DataIn",
     "DataOut",
     "Dataset",
+    "DatasetCollisionError",
     "DefinitionError",
+    "DocumentTooLargeError",
+    "DuplicateEventError",
+    "IncludeError",
+    "Loader",
+    "MalformedXMLError",
+    "MissingParameterError",
     "Parameter",
     "SLAInfo",
+    "SchemaValidationError",
+    "UndefinedDatasetError",
+    "UnsafeXMLError",
+    "UnsupportedFeatureError",
+    "UnsupportedNamespaceError",
     "fsspec_loader",
+    "load_config",
     "load_configuration",
     "merge_parameters",
     "parse_coordinator",

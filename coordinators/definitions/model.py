@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 DEFAULT_DONE_FLAG = "_SUCCESS"
 
 
 @dataclass(frozen=True, slots=True)
 class Parameter:
-    """A <parameters> property: a default value, or required when it has none (schema 0.4+)."""
+    """A `<parameters>` property (schema 0.4+): required when it has no `<value>` (default None)."""
 
     name: str
-    default: str | None
+    default: str | None = None
+    description: str | None = None
+
+    @property
+    def required(self) -> bool:
+        """True when the job configuration must provide it."""
+        return self.default is None
 
 
 @dataclass(frozen=True, slots=True)
 class Controls:
-    """<controls>: each value still an EL string, None when absent."""
+    """`<controls>`: each value still an EL string, None when absent."""
 
     timeout: str | None = None
     concurrency: str | None = None
@@ -27,7 +33,7 @@ class Controls:
 
 @dataclass(frozen=True, slots=True)
 class Dataset:
-    """A synchronous dataset; done_flag is '_SUCCESS' when absent, '' (the directory itself) when empty."""
+    """A synchronous dataset; done_flag is '_SUCCESS' when `<done-flag>` is absent, '' when empty."""
 
     name: str
     frequency: str
@@ -36,17 +42,23 @@ class Dataset:
     uri_template: str
     done_flag: str = DEFAULT_DONE_FLAG
     source: str = "<inline>"
+    line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class DataIn:
-    """An input event: single <instance>s, or a <start-instance>/<end-instance> range."""
+    """An input event: `<instance>`s, or a `<start-instance>`/`<end-instance>` range."""
 
     name: str
     dataset: str
     instances: tuple[str, ...] = ()
     start_instance: str | None = None
     end_instance: str | None = None
+
+    @property
+    def is_range(self) -> bool:
+        """True for a start/end range, False for single instances."""
+        return self.start_instance is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +73,47 @@ class DataOut:
 
 @dataclass(frozen=True, slots=True)
 class SLAInfo:
-    """An sla:info block (0.1 or 0.2), field name -> raw EL text."""
+    """An `<sla:info>` block, every field raw EL text or None; version is '0.1' or '0.2'."""
 
     version: str
-    fields: tuple[tuple[str, str], ...]
+    nominal_time: str
+    should_end: str
+    should_start: str | None = None
+    max_duration: str | None = None  # 0.2
+    alert_events: str | None = None  # 0.2
+    alert_contact: str | None = None
+    notification_msg: str | None = None
+    upstream_apps: str | None = None
+    app_name: str | None = None  # 0.1 from here on
+    parent_client_id: str | None = None
+    parent_sla_id: str | None = None
+    dev_contact: str | None = None
+    qa_contact: str | None = None
+    se_contact: str | None = None
+    alert_frequency: str | None = None
+    alert_percentage: str | None = None
 
     def get(self, name: str) -> str | None:
-        """A field's raw text, or None."""
-        return dict(self.fields).get(name)
+        """A field by its XML name (`should-end`) or Python name (`should_end`), or None."""
+        key = name.replace("-", "_")
+        if key == "version" or key not in {f.name for f in fields(self)}:
+            return None
+        value = getattr(self, key)
+        return value if isinstance(value, str) else None
+
+    def as_dict(self) -> dict[str, str]:
+        """Present fields by XML name."""
+        out: dict[str, str] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "version" and value is not None:
+                out[f.name.replace("_", "-")] = value
+        return out
 
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """The action: an application path (picks the launcher) and its configuration."""
+    """The action: a workflow application path and its configuration, plus the SLA block if any."""
 
     app_path: str
     configuration: tuple[tuple[str, str], ...] = ()
@@ -94,9 +134,21 @@ class CoordinatorApp:
     controls: Controls = field(default_factory=Controls)
     parameters: tuple[Parameter, ...] = ()
     datasets: tuple[Dataset, ...] = ()
+    dataset_includes: tuple[str, ...] = ()
     input_events: tuple[DataIn, ...] = ()
+    input_logic: str | None = None
     output_events: tuple[DataOut, ...] = ()
     source: str = "<inline>"
+
+    @property
+    def sla(self) -> SLAInfo | None:
+        """The action's SLA block, if any."""
+        return self.action.sla
+
+    @property
+    def namespace(self) -> str:
+        """The XML namespace this definition was written in."""
+        return f"uri:oozie:coordinator:{self.schema_version}"
 
     def dataset(self, name: str) -> Dataset | None:
         """The dataset of that name, or None."""
