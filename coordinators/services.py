@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from coordinators.definitions import DefinitionError, parse_coordinator
+from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
+from coordinators.definitions.includes import Loader
 from coordinators.models import CoordinatorJob, next_job_id
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from datasets.timeline import format_datetime
@@ -17,9 +18,14 @@ from xcommands.base import XCommand
 SUPPORTED_LAUNCHERS = ("task:",)
 
 
+def include_loader() -> Loader:
+    """How submissions may read <include>d dataset files: only COORD_INCLUDE_PROTOCOLS (no http by default)."""
+    return fsspec_loader(allowed_protocols=settings.COORD_INCLUDE_PROTOCOLS)
+
+
 def load_resolved(job: CoordinatorJob) -> ResolvedCoordinator:
     """The job's definition resolved again from what was stored at submission (deterministic)."""
-    app = parse_coordinator(job.definition, f"{job.id}.xml", app_dir=job.app_path or None)
+    app = parse_coordinator(job.definition, f"{job.id}.xml", app_dir=job.app_path or None, loader=include_loader())
     return resolve_coordinator(
         app, job.configuration, user=job.owner.get_username(),
         processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
@@ -44,7 +50,7 @@ def submit_coordinator(
     from xcommands.queue import enqueue
 
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
-    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir)
+    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=include_loader())
     resolved = resolve_coordinator(
         app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
     )

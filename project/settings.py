@@ -153,6 +153,8 @@ COORD_MATERIALIZATION_CHUNK = env_int("COORD_MATERIALIZATION_CHUNK", 500)
 COORD_INPUT_CHECK_SECONDS = env_int("COORD_INPUT_CHECK_SECONDS", 60)
 COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 600)
 STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
+# Where submitted coordinators may read <include>d dataset files from (no http(s): no SSRF).
+COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory", "s3", "hdfs"])
 # Finished commands (the engine's history) are kept this long.
 COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
 CELERY_BEAT_SCHEDULE = {

@@ -214,3 +214,14 @@ def test_execution_order_on_a_backlog(execution: str, expected_started: list[int
     skipped = sorted(job.actions.filter(status=ActionStatus.SKIPPED).values_list("number", flat=True))
     assert (started, skipped) == (expected_started, expected_skipped)
     assert launched.call_count == 1
+
+
+def test_includes_over_disallowed_protocols_are_refused() -> None:
+    """A submitted <include> over http is refused (COORD_INCLUDE_PROTOCOLS), and nothing is stored."""
+    owner = User.objects.create_user("gus")
+    text = xml(minutes_ago(20), minutes_ago(5)).replace(
+        "<datasets>", "<datasets><include>http://127.0.0.1:9/datasets.xml</include>"
+    )
+    with pytest.raises(DefinitionError, match="protocol 'http' is not allowed"):
+        submit_coordinator(text, {}, owner=owner)
+    assert CoordinatorJob.objects.count() == 0
