@@ -21,9 +21,9 @@ from coordinators.choices import (
     JobStatus,
     job_status_from_actions,
 )
-from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.commands.base import ActionCommand, JobCommand
+from coordinators.models import CoordinatorAction
 from datasets.availability import still_missing
-from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -37,27 +37,8 @@ def check_backoff(checks: int) -> timedelta:
     return timedelta(seconds=min(cap, base * (2 ** min(checks, 20))))
 
 
-class _ActionCommand(XCommand):
-    """Shared loading for commands on one action of a job (keyed by the job id)."""
-
-    abstract = True
-    job_id: str
-    number: int
-
-    def job_key(self) -> str:
-        """Coordinator commands are ordered per job."""
-        return self.job_id
-
-    def load_state(self) -> None:
-        """Lock the action, read its job."""
-        self.action = CoordinatorAction.objects.select_for_update().get(
-            pk=CoordinatorAction.action_id(self.job_id, self.number)
-        )
-        self.job = CoordinatorJob.objects.get(pk=self.job_id)
-
-
 @dataclass
-class CoordActionInputCheckXCommand(_ActionCommand):
+class CoordActionInputCheckXCommand(ActionCommand):
     """WAITING -> READY when every input is available, -> TIMEDOUT past the timeout; else check later."""
 
     job_id: str
@@ -102,18 +83,11 @@ class CoordActionInputCheckXCommand(_ActionCommand):
 
 
 @dataclass
-class CoordActionReadyXCommand(XCommand):
+class CoordActionReadyXCommand(JobCommand):
     """Apply the execution policy to READY actions and launch as many as concurrency allows."""
 
     job_id: str
 
-    def job_key(self) -> str:
-        """Coordinator commands are ordered per job."""
-        return self.job_id
-
-    def load_state(self) -> None:
-        """Lock the job row."""
-        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
 
     def verify_precondition(self) -> None:
         """Nothing starts while the job is suspended, paused, or finished."""
@@ -177,7 +151,7 @@ def launch(action_id: str, task_id: str, run_conf: dict[str, Any], nominal_time:
 
 
 @dataclass
-class CoordActionStatusXCommand(_ActionCommand):
+class CoordActionStatusXCommand(ActionCommand):
     """Record what the launched task reported: RUNNING, SUCCEEDED or FAILED (once each)."""
 
     job_id: str
@@ -216,18 +190,11 @@ class CoordActionStatusXCommand(_ActionCommand):
 
 
 @dataclass
-class CoordJobStatusXCommand(XCommand):
+class CoordJobStatusXCommand(JobCommand):
     """Derive the job's status from its actions (spec 6.1.2)."""
 
     job_id: str
 
-    def job_key(self) -> str:
-        """Coordinator commands are ordered per job."""
-        return self.job_id
-
-    def load_state(self) -> None:
-        """Lock the job."""
-        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
 
     def verify_precondition(self) -> None:
         """Only running jobs change by their actions."""

@@ -15,8 +15,8 @@ from coordinators.choices import (
     IllegalTransition,
     JobStatus,
 )
+from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorJob
-from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -42,23 +42,8 @@ def revoke(task_ids: list[str]) -> None:
         app.control.revoke(task_ids, terminate=True)
 
 
-class _JobCommand(XCommand):
-    """Shared loading for commands on one coordinator job."""
-
-    abstract = True
-    job_id: str
-
-    def job_key(self) -> str:
-        """Coordinator commands are ordered per job."""
-        return self.job_id
-
-    def load_state(self) -> None:
-        """Lock the job row."""
-        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
-
-
 @dataclass
-class CoordKillXCommand(_JobCommand):
+class CoordKillXCommand(JobCommand):
     """Kill the job and every action not yet finished; revoke running tasks."""
 
     job_id: str
@@ -83,7 +68,7 @@ class CoordKillXCommand(_JobCommand):
 
 
 @dataclass
-class CoordSuspendXCommand(_JobCommand):
+class CoordSuspendXCommand(JobCommand):
     """Suspend: nothing is materialized or started until resume (running tasks finish)."""
 
     job_id: str
@@ -101,7 +86,7 @@ class CoordSuspendXCommand(_JobCommand):
 
 
 @dataclass
-class CoordResumeXCommand(_JobCommand):
+class CoordResumeXCommand(JobCommand):
     """Resume: back to PREP/RUNNING; missed actions are materialized, ready ones start."""
 
     job_id: str

@@ -9,10 +9,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
-from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.commands.base import JobCommand
+from coordinators.models import CoordinatorAction
 from coordinators.plan import plan_action
 from datasets.timeline import count_before, iter_nominal_times, nominal_time
-from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -28,18 +28,10 @@ def chunk_size() -> int:
 
 
 @dataclass
-class CoordStartXCommand(XCommand):
+class CoordStartXCommand(JobCommand):
     """PREP -> RUNNING; the first materialization follows in the same transaction."""
 
     job_id: str
-
-    def job_key(self) -> str:
-        """Coordinator commands are ordered per job."""
-        return self.job_id
-
-    def load_state(self) -> None:
-        """Lock the job row."""
-        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
 
     def verify_precondition(self) -> None:
         """Only a PREP job starts."""
@@ -58,7 +50,7 @@ class CoordStartXCommand(XCommand):
 
 
 @dataclass
-class CoordMaterializeXCommand(XCommand):
+class CoordMaterializeXCommand(JobCommand):
     """Create the job's due actions (nominal time before now + lookahead, before end), within throttle.
 
     Idempotent: numbers continue from last_action_number and (job, number) is unique, so a
@@ -67,14 +59,6 @@ class CoordMaterializeXCommand(XCommand):
     """
 
     job_id: str
-
-    def job_key(self) -> str:
-        """Coordinator commands are ordered per job."""
-        return self.job_id
-
-    def load_state(self) -> None:
-        """Lock the job row."""
-        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
 
     def verify_precondition(self) -> None:
         """Only running jobs materialize; nothing while suspended or paused."""

@@ -3,43 +3,29 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
-from xcommands import engine
-from xcommands.choices import CommandStatus
-from xcommands.models import Command
+from tests.coordinators.runtime.conftest import run_pending_commands
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _engine(redis_url: str) -> Iterator[None]:
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
-    old = (app.conf.broker_url, app.conf.result_backend)
-    _point_celery_at(app, redis_url, redis_url)
-    with override_settings(COMMAND_DRAIN_MAX=1):
-        yield
-    _point_celery_at(app, *old)
+def _engine(in_process_engine: None) -> None:
+    """Every test here runs commands in process."""
 
 
 def drain() -> None:
-    for _ in range(50):
-        heads = [c.pk for c in Command.objects.filter(status=CommandStatus.PENDING).order_by("seq")]
-        if not [pk for pk in heads if engine.process(pk) != "not-runnable"]:
-            return
+    run_pending_commands(50)
 
 
 def job_files(tmp_path: Path) -> Path:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus, JobStatus
@@ -15,7 +13,7 @@ from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
-from xcommands import engine
+from tests.coordinators.runtime.conftest import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 
@@ -23,15 +21,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _engine(redis_url: str) -> Iterator[None]:
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
-    old = (app.conf.broker_url, app.conf.result_backend)
-    _point_celery_at(app, redis_url, redis_url)
-    with override_settings(COMMAND_DRAIN_MAX=1):
-        yield
-    _point_celery_at(app, *old)
+def _engine(in_process_engine: None) -> None:
+    """Every test here runs commands in process."""
 
 
 def xml(start: str, end: str, throttle: int = 12, app_path: str = "task:examples.noop") -> str:
@@ -48,15 +39,7 @@ def xml(start: str, end: str, throttle: int = 12, app_path: str = "task:examples
 
 
 def run_all() -> int:
-    """Run every runnable command head until none is left; how many ran."""
-    ran = 0
-    for _ in range(100):
-        heads = [c.pk for c in Command.objects.filter(status=CommandStatus.PENDING).order_by("seq")]
-        progressed = [pk for pk in heads if engine.process(pk) != "not-runnable"]
-        ran += len(progressed)
-        if not progressed:
-            return ran
-    return ran
+    return run_pending_commands()
 
 
 def minutes_ago(n: int) -> str:

@@ -1,0 +1,35 @@
+"""Base classes of coordinator commands: keyed by the coordinator job id, the job row locked."""
+
+from __future__ import annotations
+
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from xcommands.base import XCommand
+
+
+class JobCommand(XCommand):
+    """A command on one coordinator job: ordered per job, the job row locked while it runs."""
+
+    abstract = True
+    job_id: str
+
+    def job_key(self) -> str:
+        """Coordinator commands (and those of their actions) are ordered per job."""
+        return self.job_id
+
+    def load_state(self) -> None:
+        """Lock the job row."""
+        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
+
+
+class ActionCommand(JobCommand):
+    """A command on one action of a job: the action row locked, the job read."""
+
+    abstract = True
+    number: int
+
+    def load_state(self) -> None:
+        """Lock the action, read its job."""
+        self.action = CoordinatorAction.objects.select_for_update().get(
+            pk=CoordinatorAction.action_id(self.job_id, self.number)
+        )
+        self.job = CoordinatorJob.objects.get(pk=self.job_id)

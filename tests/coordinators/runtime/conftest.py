@@ -1,0 +1,37 @@
+"""Runtime tests run commands in process: doorbells go to the private Redis, one command per call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.test import override_settings
+
+from xcommands import engine
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
+
+
+@pytest.fixture
+def in_process_engine(redis_url: str) -> Iterator[None]:
+    """Point this process's Celery app at the private Redis; no same-key drain in process()."""
+    from project.celery import app
+    from tests.conftest import _point_celery_at
+
+    old = (app.conf.broker_url, app.conf.result_backend)
+    _point_celery_at(app, redis_url, redis_url)
+    with override_settings(COMMAND_DRAIN_MAX=1):
+        yield
+    _point_celery_at(app, *old)
+
+
+def run_pending_commands(rounds: int = 100) -> int:
+    """Run every runnable command head until none is left; how many ran."""
+    ran = 0
+    for _ in range(rounds):
+        heads = [c.pk for c in Command.objects.filter(status=CommandStatus.PENDING).order_by("seq")]
+        progressed = [pk for pk in heads if engine.process(pk) != "not-runnable"]
+        ran += len(progressed)
+        if not progressed:
+            break
+    return ran
