@@ -11,6 +11,7 @@ from django.db import transaction
 from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from coordinators.definitions.includes import Loader
 from coordinators.models import CoordinatorJob, next_job_id
+from coordinators.permissions import check_modify
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from datasets.timeline import format_datetime
 from xcommands.base import XCommand
@@ -91,8 +92,8 @@ def describe(job: CoordinatorJob) -> str:
     return f"{job.id} {job.app_name} {job.status} {format_datetime(job.start_time)}..{format_datetime(job.end_time)}"
 
 
-def control(job_id: str, verb: str) -> CoordinatorJob:
-    """Queue kill, suspend or resume; refused at once (IllegalTransition) when the status does not allow it."""
+def control(job_id: str, verb: str, *, actor: Any) -> CoordinatorJob:
+    """Queue kill, suspend or resume for a caller allowed to; refused at once when the status does not allow it."""
     from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
     from coordinators.commands.control import check_verb
     from xcommands.queue import enqueue
@@ -104,19 +105,21 @@ def control(job_id: str, verb: str) -> CoordinatorJob:
         raise ValueError(f"unknown verb {verb!r}; use {', '.join(commands)}")
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
         check_verb(job, verb)
         enqueue(commands[verb](job_id=job_id))
     return job
 
 
-def start_job(job_id: str) -> CoordinatorJob:
-    """Queue the start of a job submitted without starting it (PREP); refused otherwise."""
+def start_job(job_id: str, *, actor: Any) -> CoordinatorJob:
+    """Queue the start of a job submitted without starting it (PREP), for a caller allowed to."""
     from coordinators.choices import IllegalTransition, JobStatus
     from coordinators.commands import CoordStartXCommand
     from xcommands.queue import enqueue
 
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
         if job.status != JobStatus.PREP or job.pending:
             raise IllegalTransition(f"cannot start coordinator job {job.id}: it is {job.status}")
         job.pending = True

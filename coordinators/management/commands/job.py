@@ -14,6 +14,7 @@ from coordinators.choices import IllegalTransition
 from coordinators.definitions import DefinitionError, load_configuration
 from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "dryrun")
@@ -47,8 +48,8 @@ class Command(BaseCommand):
             elif verb == "info":
                 self._info(options["info"], options)
             elif verb is not None:
-                self._control(verb, options[verb])
-        except (DefinitionError, IllegalTransition, ValueError) as exc:
+                self._control(verb, options[verb], options)
+        except (DefinitionError, IllegalTransition, JobPermissionDenied, ValueError) as exc:
             raise CommandError(" ".join(str(exc).split())) from None
         except CoordinatorJob.DoesNotExist:
             raise CommandError(f"no coordinator job {options.get(verb or '')!r}") from None
@@ -87,13 +88,16 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"job: {job.id}")
 
-    def _control(self, verb: str, job_id: str) -> None:
+    def _control(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
         from coordinators.services import control, start_job
 
+        if not CoordinatorJob.objects.filter(pk=job_id).exists():
+            raise CoordinatorJob.DoesNotExist(job_id)
+        actor = self._user(options)
         if verb == "start":
-            start_job(job_id)
+            start_job(job_id, actor=actor)
         else:
-            control(job_id, verb)
+            control(job_id, verb, actor=actor)
         self.stdout.write(f"{verb}: {job_id} queued")
 
     def _info(self, job_id: str, options: dict[str, Any]) -> None:

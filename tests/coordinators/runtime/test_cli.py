@@ -57,18 +57,18 @@ def test_submit_start_info_suspend_resume_kill(tmp_path: Path) -> None:
     job_id = run("-submit", "-config", str(properties), "-user", "ann").split("job: ", 1)[1].strip()
     drain()
     assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.PREP
-    run("-start", job_id)
+    run("-start", job_id, "-user", "ann")
     drain()
     info = run("-info", job_id, "-len", "3", "-order", "desc")
     assert "Status      : RUNNING" in info and "User        : ann" in info
     assert info.count(f"{job_id}@") == 3
-    run("-suspend", job_id)
+    run("-suspend", job_id, "-user", "ann")
     drain()
     assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.SUSPENDED
-    run("-resume", job_id)
+    run("-resume", job_id, "-user", "ann")
     drain()
     assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.RUNNING
-    run("-kill", job_id)
+    run("-kill", job_id, "-user", "ann")
     drain()
     assert CoordinatorJob.objects.get(pk=job_id).status == JobStatus.KILLED
 

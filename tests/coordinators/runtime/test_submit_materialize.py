@@ -123,7 +123,7 @@ def test_suspend_holds_materialization_and_resume_catches_up() -> None:
     run_all()
     created_before = job.actions.count()
     assert created_before >= 10
-    control(job.id, "suspend")
+    control(job.id, "suspend", actor=owner)
     run_all()
     job.refresh_from_db()
     assert job.status == JobStatus.SUSPENDED
@@ -136,7 +136,7 @@ def test_suspend_holds_materialization_and_resume_catches_up() -> None:
     enqueue(CoordMaterializeXCommand(job_id=job.id))
     run_all()
     assert job.actions.count() == created_before - 3
-    control(job.id, "resume")
+    control(job.id, "resume", actor=owner)
     run_all()
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
@@ -154,7 +154,7 @@ def test_kill_kills_live_actions_and_refuses_twice() -> None:
     first = job.actions.get(number=1)
     first.status = ActionStatus.SUCCEEDED
     first.save()
-    control(job.id, "kill")
+    control(job.id, "kill", actor=owner)
     run_all()
     job.refresh_from_db()
     assert job.status == JobStatus.KILLED
@@ -162,9 +162,9 @@ def test_kill_kills_live_actions_and_refuses_twice() -> None:
     assert statuses == {ActionStatus.KILLED}
     assert job.actions.get(number=1).status == ActionStatus.SUCCEEDED  # finished work is kept
     with pytest.raises(IllegalTransition, match="it is KILLED"):
-        control(job.id, "kill")
+        control(job.id, "kill", actor=owner)
     with pytest.raises(IllegalTransition, match="cannot resume"):
-        control(job.id, "resume")
+        control(job.id, "resume", actor=owner)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,70 @@
+"""Who may read and who may change a job: owner, `oozie.job.acl` users and groups, admins.
+
+One place decides, and every interface (REST APIs, CLI, admin) asks it through the domain
+actions in `coordinators.services`, so a check cannot be forgotten in one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from django.conf import settings
+
+
+class JobPermissionDenied(PermissionError):  # noqa: N818 - reads as the condition
+    """The caller may not act on this job (403 in the APIs, one line in the CLI)."""
+
+
+class OwnedJob(Protocol):
+    """Anything with an owner and an Oozie ACL string (coordinator jobs, later bundles)."""
+
+    id: str
+    acl: str
+    owner_id: Any
+
+
+def acl_names(acl: str) -> set[str]:
+    """The names in an `oozie.job.acl` value: comma (or space) separated users and groups."""
+    return {name.strip() for name in acl.replace(" ", ",").split(",") if name.strip()}
+
+
+def is_admin(user: Any) -> bool:
+    """Admins (staff or superusers) may act on every job."""
+    return bool(getattr(user, "is_active", False) and (user.is_superuser or user.is_staff))
+
+
+def can_modify(user: Any, job: OwnedJob) -> bool:
+    """The owner, an admin, or a user named in the job's ACL (directly or by one of their groups)."""
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    if is_admin(user) or job.owner_id == user.pk:
+        return True
+    names = acl_names(job.acl)
+    if not names:
+        return False
+    if user.get_username() in names:
+        return True
+    return user.groups.filter(name__in=names).exists()
+
+
+def can_read(user: Any, job: OwnedJob) -> bool:
+    """Everybody authenticated may read, unless COORD_RESTRICT_READS limits reads to modifiers."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    if not getattr(settings, "COORD_RESTRICT_READS", False):
+        return True
+    return can_modify(user, job)
+
+
+def check_modify(user: Any, job: OwnedJob) -> None:
+    """Raise JobPermissionDenied unless the user may change the job."""
+    if not can_modify(user, job):
+        name = user.get_username() if user is not None and hasattr(user, "get_username") else "anonymous"
+        raise JobPermissionDenied(f"user {name!r} may not modify job {job.id}")
+
+
+def check_read(user: Any, job: OwnedJob) -> None:
+    """Raise JobPermissionDenied unless the user may read the job."""
+    if not can_read(user, job):
+        name = user.get_username() if user is not None and hasattr(user, "get_username") else "anonymous"
+        raise JobPermissionDenied(f"user {name!r} may not read job {job.id}")
