@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from coordinators.choices import (
     ACTION_PENDING,
+    ACTION_TERMINAL,
     ACTION_TRANSITIONS,
     JOB_MATERIALIZING,
     JOB_TRANSITIONS,
@@ -108,6 +109,13 @@ class CoordinatorJob(models.Model):
         check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
         self.status = target
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Partial saves still move the modification time."""
+        fields = kwargs.get("update_fields")
+        if fields is not None:
+            kwargs["update_fields"] = sorted(set(fields) | {"last_modified"})
+        super().save(*args, **kwargs)
+
 
 class CoordinatorAction(models.Model):
     """One materialized run of a job: nominal time, resolved inputs/outputs and configuration.
@@ -133,6 +141,9 @@ class CoordinatorAction(models.Model):
     timeout_at = models.DateTimeField(null=True, blank=True)
     sla = models.JSONField(null=True, blank=True)
     error_message = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when it last went RUNNING")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="when it last finished")
+    run_count = models.IntegerField(default=0, help_text="reruns so far")
     last_modified = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -161,6 +172,24 @@ class CoordinatorAction(models.Model):
         return f"{job_id}@{number}"
 
     def transition_to(self, target: str) -> None:
-        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+        """Change status if the table allows it, stamping start and end; raise IllegalTransition otherwise.
+
+        The caller saves; saving "status" also saves the stamps (see save()).
+        """
         check_transition(ACTION_TRANSITIONS, self.status, target, f"coordinator action {self.id}")
+        now = timezone.now()
+        if target == ActionStatus.RUNNING:
+            self.started_at, self.ended_at = now, None
+        elif target in ACTION_TERMINAL:
+            self.ended_at = now
+        elif target == ActionStatus.WAITING:  # rerun
+            self.started_at = self.ended_at = None
         self.status = target
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saving the status saves its time stamps and the modification time too."""
+        fields = kwargs.get("update_fields")
+        if fields is not None:
+            extra = {"last_modified"} | ({"started_at", "ended_at"} if "status" in fields else set())
+            kwargs["update_fields"] = sorted(set(fields) | extra)
+        super().save(*args, **kwargs)

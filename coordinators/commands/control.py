@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from coordinators.choices import (
     ACTION_ACTIVE,
@@ -59,7 +60,7 @@ class CoordKillXCommand(JobCommand):
             status__in=(ActionStatus.WAITING, ActionStatus.READY, *ACTION_ACTIVE)
         )
         task_ids = [a.external_id for a in live if a.status in ACTION_ACTIVE and a.external_id]
-        killed = live.update(status=ActionStatus.KILLED, pending=False)
+        killed = live.update(status=ActionStatus.KILLED, pending=False, ended_at=timezone.now(), last_modified=timezone.now())
         self.job.transition_to(JobStatus.KILLED)
         self.job.pending = False
         self.job.save(update_fields=["status", "pending"])
