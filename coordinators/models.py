@@ -104,17 +104,17 @@ class CoordinatorJob(models.Model):
     def __str__(self) -> str:
         return f"{self.id} {self.app_name} [{self.status}]"
 
-    def transition_to(self, target: str) -> None:
-        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
-        check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
-        self.status = target
-
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Partial saves still move the modification time."""
         fields = kwargs.get("update_fields")
         if fields is not None:
             kwargs["update_fields"] = sorted(set(fields) | {"last_modified"})
         super().save(*args, **kwargs)
+
+    def transition_to(self, target: str) -> None:
+        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+        check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
+        self.status = target
 
 
 class CoordinatorAction(models.Model):
@@ -166,6 +166,14 @@ class CoordinatorAction(models.Model):
     def __str__(self) -> str:
         return f"{self.id} [{self.status}]"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Saving the status saves its time stamps and the modification time too."""
+        fields = kwargs.get("update_fields")
+        if fields is not None:
+            extra = {"last_modified"} | ({"started_at", "ended_at"} if "status" in fields else set())
+            kwargs["update_fields"] = sorted(set(fields) | extra)
+        super().save(*args, **kwargs)
+
     @staticmethod
     def action_id(job_id: str, number: int) -> str:
         """`<job id>@<number>`, as Oozie names actions."""
@@ -185,11 +193,3 @@ class CoordinatorAction(models.Model):
         elif target == ActionStatus.WAITING:  # rerun
             self.started_at = self.ended_at = None
         self.status = target
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Saving the status saves its time stamps and the modification time too."""
-        fields = kwargs.get("update_fields")
-        if fields is not None:
-            extra = {"last_modified"} | ({"started_at", "ended_at"} if "status" in fields else set())
-            kwargs["update_fields"] = sorted(set(fields) | extra)
-        super().save(*args, **kwargs)
