@@ -71,8 +71,9 @@ JOB_TRANSITIONS: dict[str, frozenset[str]] = {
     # ... plus rerun (DG_CoordinatorRerun: rerunning actions of a finished job revives it).
     J.SUCCEEDED: frozenset({J.RUNNING}),
     J.DONEWITHERROR: frozenset({J.RUNNINGWITHERROR}),
-    J.FAILED: frozenset({J.IGNORED, J.RUNNINGWITHERROR}),
-    J.KILLED: frozenset({J.IGNORED, J.RUNNINGWITHERROR}),
+    # ... and `-change status=RUNNING` (DG_CommandLineTool) of FAILED, KILLED and IGNORED jobs.
+    J.FAILED: frozenset({J.IGNORED, J.RUNNINGWITHERROR, J.RUNNING}),
+    J.KILLED: frozenset({J.IGNORED, J.RUNNINGWITHERROR, J.RUNNING}),
     J.IGNORED: frozenset({J.RUNNING}),
 }
 
@@ -101,6 +102,8 @@ def check_transition(table: dict[str, frozenset[str]], current: str, target: str
 
 def job_status_from_actions(statuses: list[str], *, materialization_done: bool, current: str) -> str:
     """The job status implied by its actions (spec 6.1.2), for a job that is running or finished."""
+    if materialization_done and not statuses:
+        return J.SUCCEEDED  # nothing to run (an end moved before the start): done, as Oozie does
     finished = statuses and all(s in ACTION_TERMINAL for s in statuses)
     errors = {A.KILLED, A.FAILED, A.TIMEDOUT}
     has_error = any(s in errors for s in statuses)
@@ -114,5 +117,16 @@ def job_status_from_actions(statuses: list[str], *, materialization_done: bool, 
             return J.KILLED
         return J.DONEWITHERROR  # any mix with KILLED/FAILED/TIMEDOUT, or all TIMEDOUT
     if current in (J.RUNNING, J.RUNNINGWITHERROR):
-        return J.RUNNINGWITHERROR if has_error else current
+        # Errors gone (their actions rerun) take the job back to RUNNING (Oozie's StatusTransitService).
+        return J.RUNNINGWITHERROR if has_error else J.RUNNING
     return current
+
+
+def transition_path(table: dict[str, frozenset[str]], current: str, target: str) -> list[str]:
+    """The statuses to pass through from current to target: [target], or one step between, or []."""
+    if target in table.get(current, frozenset()):
+        return [target]
+    for middle in sorted(table.get(current, frozenset())):
+        if target in table.get(middle, frozenset()):
+            return [middle, target]
+    return []

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from coordinators.choices import (
+    ACTION_ACTIVE,
     ACTION_PENDING,
     ACTION_TERMINAL,
     ACTION_TRANSITIONS,
@@ -99,6 +100,13 @@ class CoordinatorJob(models.Model):
             ),
             models.Index(fields=["pending"], condition=Q(pending=True), name="coord_job_pending_idx"),
             models.Index(fields=["owner", "-created_at"], name="coord_job_owner_idx"),
+            # Pause service: jobs with a pause time; status service: running jobs done materializing.
+            models.Index(fields=["pause_time"], condition=Q(pause_time__isnull=False), name="coord_job_pause_idx"),
+            models.Index(
+                fields=["last_modified"],
+                condition=Q(status__in=sorted(JOB_MATERIALIZING), done_materializing=True),
+                name="coord_job_finishing_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -161,6 +169,12 @@ class CoordinatorAction(models.Model):
                 name="coord_action_timeout_idx",
             ),
             models.Index(fields=["job", "status", "nominal_time"], name="coord_action_job_status_idx"),
+            # Recovery: launched actions not heard of for a while.
+            models.Index(
+                fields=["last_modified"],
+                condition=Q(status__in=sorted(ACTION_ACTIVE)),
+                name="coord_action_launched_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -10,13 +11,14 @@ from django.db import transaction
 
 from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from coordinators.definitions.includes import Loader
-from coordinators.models import CoordinatorJob, next_job_id
+from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
 from coordinators.permissions import check_modify
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from datasets.timeline import format_datetime
 from xcommands.base import XCommand
 
 SUPPORTED_LAUNCHERS = ("task:",)
+APP_PATH_PROPERTY = "oozie.coord.application.path"
 
 
 def include_loader() -> Loader:
@@ -126,3 +128,131 @@ def start_job(job_id: str, *, actor: Any) -> CoordinatorJob:
         job.save(update_fields=["pending"])
         enqueue(CoordStartXCommand(job_id=job_id))
     return job
+
+
+def change_job(job_id: str, value: str, *, actor: Any) -> CoordinatorJob:
+    """Queue a change of endtime, concurrency, pausetime or status; invalid values are refused at once.
+
+    `value` is Oozie's `endtime=2011-12-01T05:00Z;concurrency=100;pausetime=` form. Raises
+    ChangeRefused (bad value), IllegalTransition, JobPermissionDenied or DoesNotExist.
+    """
+    from django.utils import timezone
+
+    from coordinators.commands.change import CoordChangeXCommand, check_change, parse_change_value
+    from xcommands.queue import enqueue
+
+    options = parse_change_value(value)
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
+        check_change(job, options, timezone.now())
+        enqueue(CoordChangeXCommand(job_id=job_id, value=value))
+    return job
+
+
+def rerun_job(
+    job_id: str,
+    *,
+    actor: Any,
+    rerun_type: str,
+    scope: str,
+    refresh: bool = False,
+    nocleanup: bool = False,
+    failed: bool = False,
+) -> list[CoordinatorAction]:
+    """Queue a rerun of finished actions named by number ranges (`1,3-4`) or dates (`a::b, c`).
+
+    Returns the actions that will rerun (checked now, and again when the command runs).
+    Raises RerunRefused, IllegalTransition, JobPermissionDenied or DoesNotExist.
+    """
+    from coordinators.commands.rerun import CoordRerunXCommand, check_rerun_job, select_actions
+    from xcommands.queue import enqueue
+
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
+        check_rerun_job(job)
+        actions = select_actions(job, rerun_type, scope, failed=failed)
+        enqueue(
+            CoordRerunXCommand(
+                job_id=job_id, rerun_type=rerun_type, scope=scope, refresh=refresh, nocleanup=nocleanup, failed=failed
+            )
+        )
+    return actions
+
+
+def read_application(app_path: str) -> tuple[str, str]:
+    """The coordinator XML named by oozie.coord.application.path, and its directory.
+
+    A local path, `file://` or another COORD_INCLUDE_PROTOCOLS URI; a directory means its
+    coordinator.xml. Unreadable, too large or disallowed paths are DefinitionErrors.
+    """
+    import fsspec
+
+    from coordinators.dryrun import MAX_FILE_BYTES
+
+    scheme = app_path.split("://", 1)[0] if "://" in app_path else "file"
+    if scheme not in settings.COORD_INCLUDE_PROTOCOLS:
+        raise DefinitionError(
+            f"{APP_PATH_PROPERTY}={app_path!r}: protocol {scheme!r} is not allowed "
+            f"(COORD_INCLUDE_PROTOCOLS: {', '.join(settings.COORD_INCLUDE_PROTOCOLS)})",
+            source=app_path,
+        )
+    try:
+        fs, path = fsspec.core.url_to_fs(app_path)
+        if fs.isdir(path):
+            path = path.rstrip("/") + "/coordinator.xml"
+        size = fs.size(path)
+        if size is not None and size > MAX_FILE_BYTES:
+            raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
+        with fs.open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except (OSError, ValueError, ImportError) as exc:
+        raise DefinitionError(f"cannot read the coordinator application {app_path}: {exc}", source=app_path) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
+    directory = path.rsplit("/", 1)[0]
+    app_dir = directory if "://" not in app_path else f"{scheme}://{directory.split('://', 1)[-1]}"
+    try:
+        return data.decode("utf-8"), app_dir
+    except UnicodeDecodeError:
+        raise DefinitionError(f"{app_path} is not UTF-8 text", source=app_path) from None
+
+
+def submit_from_properties(properties: Mapping[str, str], *, owner: Any, start: bool = True) -> CoordinatorJob:
+    """Submit the application named by oozie.coord.application.path with these properties."""
+    app_path = properties.get(APP_PATH_PROPERTY, "").strip()
+    if not app_path:
+        raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source="configuration")
+    text, app_dir = read_application(app_path)
+    return submit_coordinator(text, properties, owner=owner, app_dir=app_dir, start=start)
+
+
+def dryrun_submission(
+    definition: str | bytes | None,
+    properties: Mapping[str, str],
+    *,
+    owner: Any,
+    app_dir: str | None = None,
+    now: datetime,
+    max_actions: int = 1000,
+) -> dict[str, Any]:
+    """What a submission would create, in the dry-run JSON shape; nothing is stored or checked on storage.
+
+    With no definition, it is read from oozie.coord.application.path.
+    """
+    from coordinators.plan import iter_action_plans
+
+    if definition is None:
+        app_path = properties.get(APP_PATH_PROPERTY, "").strip()
+        if not app_path:
+            raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source="configuration")
+        definition, app_dir = read_application(app_path)
+    text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
+    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=include_loader())
+    resolved = resolve_coordinator(
+        app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
+    )
+    if max_actions < 1:
+        raise ValueError("max_actions must be at least 1")
+    return {"actions": [plan.as_json() for plan in iter_action_plans(resolved, now=now, max_actions=max_actions)]}

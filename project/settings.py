@@ -153,6 +153,12 @@ COORD_MATERIALIZATION_CHUNK = env_int("COORD_MATERIALIZATION_CHUNK", 500)
 COORD_INPUT_CHECK_SECONDS = env_int("COORD_INPUT_CHECK_SECONDS", 60)
 COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 600)
 STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
+# Recovery: a pending flag or an unanswered launch this old is looked at again; a launched
+# task no worker has seen after COORD_RELAUNCH_SECONDS is sent again (same task id).
+COORD_RECOVERY_SECONDS = env_int("COORD_RECOVERY_SECONDS", 120)
+COORD_RELAUNCH_SECONDS = env_int("COORD_RELAUNCH_SECONDS", 600)
+# Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
+COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
 # Where submitted coordinators may read <include>d dataset files from (no http(s): no SSRF).
 COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory", "s3", "hdfs"])
 # Finished commands (the engine's history) are kept this long.
@@ -177,6 +183,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "statusservice.input_checks",
         "schedule": float(STATUS_SERVICE_SECONDS),
         "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+    },
+    **{
+        f"coordinator-{name.replace('_', '-')}": {
+            "task": f"statusservice.{name}",
+            "schedule": float(STATUS_SERVICE_SECONDS),
+            "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+        }
+        for name in ("pause_times", "timeouts", "job_statuses", "recovery")
     },
 }
 

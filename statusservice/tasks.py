@@ -1,4 +1,4 @@
-"""Periodic services (celery beat): materialization trigger and input re-checks.
+"""Periodic services (celery beat): materialization trigger, input re-checks, pause, timeouts, status, recovery.
 
 Each scans only what is due through partial indexes, marks what it queues as pending in the
 same transaction (so a second run at the same time skips it), and is idempotent.
@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from statusservice import coordinators
 from xcommands.queue import enqueue
 
 BATCH = 500
@@ -58,3 +59,28 @@ def input_checks() -> int:
         for _, job_id, number in rows:
             enqueue(CoordActionInputCheckXCommand(job_id=job_id, number=number))
     return len(rows)
+
+
+@shared_task(name="statusservice.pause_times", ignore_result=True)
+def pause_times() -> int:
+    """Pause jobs whose pause time came; unpause those whose pause time was reset or moved."""
+    return coordinators.pause_times(timezone.now())
+
+
+@shared_task(name="statusservice.timeouts", ignore_result=True)
+def timeouts() -> int:
+    """Time out waiting actions past their timeout (after one last look at their inputs)."""
+    return coordinators.timeouts(timezone.now())
+
+
+@shared_task(name="statusservice.job_statuses", ignore_result=True)
+def job_statuses() -> int:
+    """Finish running jobs whose actions are all done (derive SUCCEEDED, DONEWITHERROR ...)."""
+    return coordinators.job_statuses(timezone.now())
+
+
+@shared_task(name="statusservice.recovery", ignore_result=True)
+def recovery() -> int:
+    """Recover lost work: launch reports from task states, relaunches, READY actions nobody started."""
+    now = timezone.now()
+    return coordinators.recover_launches(now) + coordinators.stuck_ready(now)

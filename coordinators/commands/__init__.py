@@ -8,20 +8,25 @@ from coordinators.commands.actions import (
     CoordActionStatusXCommand,
     CoordJobStatusXCommand,
 )
+from coordinators.commands.change import CoordChangeXCommand, CoordPauseXCommand
 from coordinators.commands.control import (
     CoordKillXCommand,
     CoordResumeXCommand,
     CoordSuspendXCommand,
 )
 from coordinators.commands.lifecycle import CoordMaterializeXCommand, CoordStartXCommand
+from coordinators.commands.rerun import CoordRerunXCommand
 
 __all__ = [
     "CoordActionInputCheckXCommand",
     "CoordActionReadyXCommand",
     "CoordActionStatusXCommand",
+    "CoordChangeXCommand",
     "CoordJobStatusXCommand",
     "CoordKillXCommand",
     "CoordMaterializeXCommand",
+    "CoordPauseXCommand",
+    "CoordRerunXCommand",
     "CoordResumeXCommand",
     "CoordStartXCommand",
     "CoordSuspendXCommand",

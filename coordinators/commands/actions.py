@@ -17,9 +17,11 @@ from coordinators.choices import (
     ACTION_TERMINAL,
     JOB_MATERIALIZING,
     JOB_PAUSED,
+    JOB_TRANSITIONS,
     ActionStatus,
     JobStatus,
     job_status_from_actions,
+    transition_path,
 )
 from coordinators.commands.base import ActionCommand, JobCommand
 from coordinators.models import CoordinatorAction
@@ -90,8 +92,8 @@ class CoordActionReadyXCommand(JobCommand):
 
 
     def verify_precondition(self) -> None:
-        """Nothing starts while the job is suspended, paused, or finished."""
-        if self.job.status not in JOB_MATERIALIZING:
+        """Nothing starts while the job is suspended or finished (a paused job only stops creating actions)."""
+        if self.job.status not in JOB_MATERIALIZING | {JobStatus.PAUSED, JobStatus.PAUSEDWITHERROR}:
             raise PreconditionFailed(f"job {self.job_id} is {self.job.status}; nothing starts")
 
     def execute(self) -> dict[str, Any]:
@@ -208,9 +210,8 @@ class CoordJobStatusXCommand(JobCommand):
             statuses, materialization_done=self.job.done_materializing, current=self.job.status
         )
         if target != self.job.status:
-            if self.job.status == JobStatus.RUNNING and target in (JobStatus.DONEWITHERROR, JobStatus.FAILED):
-                self.job.transition_to(JobStatus.RUNNINGWITHERROR)  # the table passes through it
-            if target != self.job.status:
-                self.job.transition_to(target)
+            # e.g. RUNNING -> RUNNINGWITHERROR -> DONEWITHERROR: the table passes through it.
+            for step in transition_path(JOB_TRANSITIONS, self.job.status, target) or [target]:
+                self.job.transition_to(step)
             self.job.save(update_fields=["status"])
         return {"status": self.job.status}

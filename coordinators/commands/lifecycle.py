@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
-from coordinators.models import CoordinatorAction
-from coordinators.plan import plan_action
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.plan import ResolvedCoordinator, plan_action
 from datasets.timeline import count_before, iter_nominal_times, nominal_time
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
@@ -25,6 +26,24 @@ def lookahead() -> timedelta:
 def chunk_size() -> int:
     """Actions created by one materialize command; more means another command follows."""
     return int(getattr(settings, "COORD_MATERIALIZATION_CHUNK", 500))
+
+
+def recompute_progress(job: CoordinatorJob, resolved: ResolvedCoordinator | None = None) -> None:
+    """Derive done_materializing and next_materialize_at from the last action and the end (caller saves).
+
+    last_action_number is taken from the actions that exist, so revoked look-ahead actions
+    (change of end or pause time) are created again if the window later allows them.
+    """
+    from coordinators.services import load_resolved
+
+    resolved = resolved or load_resolved(job)
+    job.last_action_number = job.actions.aggregate(last=Max("number"))["last"] or 0
+    total = count_before(resolved.start, job.end_time, resolved.frequency, resolved.tz)
+    job.done_materializing = job.last_action_number >= total
+    job.next_materialize_at = (
+        None if job.done_materializing
+        else nominal_time(resolved.start, job.last_action_number, resolved.frequency, resolved.tz)
+    )
 
 
 @dataclass
@@ -106,12 +125,7 @@ class CoordMaterializeXCommand(JobCommand):
             )
         CoordinatorAction.objects.bulk_create(created, ignore_conflicts=True)
         job.last_action_number += len(created)
-        total = count_before(resolved.start, job.end_time, resolved.frequency, resolved.tz)
-        job.done_materializing = job.last_action_number >= total
-        job.next_materialize_at = (
-            None if job.done_materializing
-            else nominal_time(resolved.start, job.last_action_number, resolved.frequency, resolved.tz)
-        )
+        recompute_progress(job, resolved)
         more_due = not job.done_materializing and job.last_action_number < due_total and room > len(created)
         job.pending = more_due
         job.save(update_fields=["last_action_number", "done_materializing", "next_materialize_at", "pending"])

@@ -40,6 +40,8 @@ def test_tables_cover_every_status() -> None:
         ("SUSPENDED", "RUNNING"), ("SUSPENDEDWITHERROR", "RUNNINGWITHERROR"), ("PREPPAUSED", "PREP"),
         ("PAUSED", "SUSPENDED"), ("PAUSEDWITHERROR", "RUNNINGWITHERROR"), ("FAILED", "IGNORED"),
         ("KILLED", "IGNORED"), ("IGNORED", "RUNNING"),
+        # DG_CommandLineTool: `-change status=RUNNING` revives FAILED and KILLED jobs too.
+        ("FAILED", "RUNNING"), ("KILLED", "RUNNING"),
     ],
 )
 def test_job_transitions_of_the_spec_are_allowed(current: str, target: str) -> None:
@@ -49,7 +51,7 @@ def test_job_transitions_of_the_spec_are_allowed(current: str, target: str) -> N
 
 @pytest.mark.parametrize(
     ("current", "target"),
-    [("SUCCEEDED", "SUSPENDED"), ("KILLED", "RUNNING"), ("PREP", "SUCCEEDED"), ("SUSPENDED", "PAUSED"), ("PREPSUSPENDED", "RUNNING")],
+    [("SUCCEEDED", "SUSPENDED"), ("KILLED", "SUSPENDED"), ("PREP", "SUCCEEDED"), ("SUSPENDED", "PAUSED"), ("PREPSUSPENDED", "RUNNING")],
 )
 def test_illegal_job_transitions_are_refused(current: str, target: str) -> None:
     """transition_to refuses moves the table does not have, naming both statuses."""
@@ -91,6 +93,7 @@ def test_action_transitions(current: str, target: str, allowed: bool) -> None:
         pytest.param(["SUCCEEDED", "RUNNING"], True, "RUNNING", "RUNNING", id="still-running"),
         pytest.param(["FAILED", "WAITING"], False, "RUNNING", "RUNNINGWITHERROR", id="error-while-running"),
         pytest.param(["SUCCEEDED"], False, "RUNNING", "RUNNING", id="more-to-materialize"),
+        pytest.param(["SUCCEEDED", "WAITING"], False, "RUNNINGWITHERROR", "RUNNING", id="errors-rerun-back-to-running"),
     ],
 )
 def test_job_status_from_actions(statuses: list[str], done: bool, current: str, expected: str) -> None:

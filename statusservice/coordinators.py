@@ -1,0 +1,181 @@
+"""Periodic services for coordinators: pause times, timeouts, job status, recovery of lost work.
+
+Oozie's RecoveryService idea: the database says what should be happening; whatever is not
+happening is queued again. Each service scans only rows that are due through partial
+indexes, queues a command only when no such command is already pending for the job
+(`queue_once`), and is safe to run twice at once (duplicates are skipped by the commands'
+preconditions, which run under the job's key).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+
+from coordinators.choices import (
+    ACTION_ACTIVE,
+    ACTION_PENDING,
+    JOB_MATERIALIZING,
+    JOB_PAUSED,
+    ActionStatus,
+)
+from coordinators.commands.change import PAUSE_TARGET, UNPAUSE_TARGET
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from xcommands.base import XCommand
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
+from xcommands.queue import enqueue
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+
+
+def locked(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """Rows taken by this run are skipped by a concurrent one (PostgreSQL); SQLite serialises writers."""
+    if connection.features.has_select_for_update_skip_locked:
+        return queryset.select_for_update(skip_locked=True, of=("self",))
+    return queryset
+
+
+def queue_once(command: XCommand) -> bool:
+    """Enqueue unless a command of the same name is already pending for the key; whether it was queued."""
+    name = type(command).command_name
+    if Command.objects.filter(key=command.job_key(), name=name, status=CommandStatus.PENDING).exists():
+        return False
+    enqueue(command)
+    return True
+
+
+def stale_after() -> timedelta:
+    """How long a pending flag or an unanswered launch may sit before recovery acts."""
+    return timedelta(seconds=int(getattr(settings, "COORD_RECOVERY_SECONDS", 120)))
+
+
+def pause_times(now: datetime) -> int:
+    """Queue pause for jobs whose pause time came, and unpause for paused jobs whose pause time was reset."""
+    from coordinators.commands import CoordPauseXCommand
+
+    due = Q(pause_time__lte=now, status__in=sorted(PAUSE_TARGET))
+    reset = Q(status__in=sorted(UNPAUSE_TARGET)) & (Q(pause_time__isnull=True) | Q(pause_time__gt=now))
+    queued = 0
+    with transaction.atomic():
+        ids = list(locked(CoordinatorJob.objects.filter(due | reset)).values_list("pk", flat=True)[:BATCH])
+        for job_id in ids:
+            queued += queue_once(CoordPauseXCommand(job_id=job_id))
+    return queued
+
+
+def timeouts(now: datetime) -> int:
+    """Queue an input check (which times out what is still missing) for waiting actions past their timeout."""
+    from coordinators.commands import CoordActionInputCheckXCommand
+
+    with transaction.atomic():
+        rows = list(
+            locked(
+                CoordinatorAction.objects.filter(status=ActionStatus.WAITING, timeout_at__lte=now).filter(
+                    Q(pending=False) | Q(last_modified__lt=now - stale_after())
+                )
+            ).order_by("timeout_at").values_list("pk", "job_id", "number")[:BATCH]
+        )
+        CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)
+        for _, job_id, number in rows:
+            enqueue(CoordActionInputCheckXCommand(job_id=job_id, number=number))
+    return len(rows)
+
+
+def job_statuses(now: datetime) -> int:
+    """Queue a status derivation for running jobs that are done materializing and have no live action left."""
+    from coordinators.commands import CoordJobStatusXCommand
+
+    live = CoordinatorAction.objects.filter(job=OuterRef("pk"), status__in=sorted(ACTION_PENDING | ACTION_ACTIVE))
+    queued = 0
+    with transaction.atomic():
+        ids = list(
+            CoordinatorJob.objects.filter(status__in=sorted(JOB_MATERIALIZING), done_materializing=True)
+            .exclude(Exists(live))
+            .values_list("pk", flat=True)[:BATCH]
+        )
+        for job_id in ids:
+            queued += queue_once(CoordJobStatusXCommand(job_id=job_id))
+    return queued
+
+
+def recover_launches(now: datetime) -> int:
+    """Launched actions whose report was lost: ask the result backend; relaunch what never reached a worker.
+
+    A SUBMITTED or RUNNING action untouched for COORD_RECOVERY_SECONDS is looked up by its
+    task id: SUCCESS or FAILURE (or REVOKED) is reported through the status command as if
+    the report had arrived; a task never seen by any worker (PENDING) after
+    COORD_RELAUNCH_SECONDS is sent again under the same id (at-least-once: tasks should be
+    idempotent, as the README says).
+    """
+    from celery.result import AsyncResult
+
+    from coordinators.commands import CoordActionStatusXCommand
+    from coordinators.commands.actions import launch
+    from project.celery import app
+
+    relaunch_after = timedelta(seconds=int(getattr(settings, "COORD_RELAUNCH_SECONDS", 600)))
+    rows = list(
+        CoordinatorAction.objects.filter(status__in=sorted(ACTION_ACTIVE), last_modified__lt=now - stale_after())
+        .exclude(external_id="")
+        .order_by("last_modified")
+        .values_list("pk", "job_id", "number", "status", "external_id", "last_modified", "run_conf", "nominal_time")[:BATCH]
+    )
+    acted = 0
+    for pk, job_id, number, status, task_id, modified, run_conf, nominal in rows:
+        try:
+            result: AsyncResult[Any] = AsyncResult(task_id, app=app)
+            state = result.state
+            info = result.info
+        except Exception as exc:  # the result backend may be down; try again next run
+            log.warning("recovery: cannot read the state of task %s of %s: %s", task_id, pk, exc)
+            continue
+        report: tuple[str, str] | None = None
+        if state == "SUCCESS":
+            report = (ActionStatus.SUCCEEDED, "")
+        elif state == "FAILURE":
+            report = (ActionStatus.FAILED, f"{type(info).__name__}: {info}" if info else "task failed")
+        elif state == "REVOKED":
+            report = (ActionStatus.KILLED, "task revoked")
+        elif state == "STARTED" and status == ActionStatus.SUBMITTED:
+            report = (ActionStatus.RUNNING, "")
+        with transaction.atomic():
+            if report is not None:
+                enqueue(CoordActionStatusXCommand(job_id=job_id, number=number, status=report[0], error=report[1]))
+                log.info("recovery: action %s reported %s from the task's state", pk, report[0])
+            elif state == "PENDING" and status == ActionStatus.SUBMITTED and modified < now - relaunch_after:
+                transaction.on_commit(partial(launch, pk, task_id, dict(run_conf), nominal.isoformat()))
+                log.warning("recovery: action %s was never picked up by a worker; sending task %s again", pk, task_id)
+            else:
+                continue
+            CoordinatorAction.objects.filter(pk=pk, last_modified=modified).update(last_modified=now)
+            acted += 1
+    return acted
+
+
+def stuck_ready(now: datetime) -> int:
+    """Jobs with READY actions nobody started for a while (a ready command lost or skipped): queue one."""
+    from coordinators.commands import CoordActionReadyXCommand
+
+    waiting = CoordinatorAction.objects.filter(
+        job=OuterRef("pk"), status=ActionStatus.READY, last_modified__lt=now - stale_after()
+    )
+    active = Count("actions", filter=Q(actions__status__in=sorted(ACTION_ACTIVE)))
+    queued = 0
+    ids = list(
+        CoordinatorJob.objects.filter(status__in=sorted(JOB_MATERIALIZING | JOB_PAUSED)).filter(Exists(waiting))
+        .annotate(active=active).filter(Q(concurrency__lt=0) | Q(active__lt=F("concurrency")))
+        .values_list("pk", flat=True)[:BATCH]
+    )
+    with transaction.atomic():
+        for job_id in ids:
+            queued += queue_once(CoordActionReadyXCommand(job_id=job_id))
+    return queued
