@@ -256,3 +256,47 @@ def dryrun_submission(
     if max_actions < 1:
         raise ValueError("max_actions must be at least 1")
     return {"actions": [plan.as_json() for plan in iter_action_plans(resolved, now=now, max_actions=max_actions)]}
+
+
+def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
+    """Record a dataset instance as available and wake, at once, the waiting actions that need it.
+
+    Only admins and users with the `datasets.add_availableinstance` permission may announce:
+    an announcement can start other people's jobs. Returns the URI, whether it was new and
+    how many actions were woken.
+    """
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+    from django.utils import timezone
+
+    from coordinators.choices import ActionStatus
+    from coordinators.commands import CoordActionInputCheckXCommand
+    from coordinators.models import CoordinatorAction
+    from coordinators.permissions import JobPermissionDenied, is_admin
+    from datasets.availability import announce, normalize_uri
+    from xcommands.queue import enqueue
+
+    if not (is_admin(actor) or actor.has_perm("datasets.add_availableinstance")):
+        raise JobPermissionDenied(f"user {actor.get_username()!r} may not announce dataset instances")
+    uri = normalize_uri(uri)
+    if not uri or len(uri) > 4096 or any(ch in uri for ch in "\r\n\0"):
+        raise ValueError("uri must be 1 to 4096 characters on one line")
+    now = timezone.now()
+    with transaction.atomic():
+        new = announce(uri, now, user_id=actor.pk)
+        # Waiting actions are few (bounded by throttle per job): a text match narrows them,
+        # the exact comparison below decides.
+        candidates = (
+            CoordinatorAction.objects.filter(status=ActionStatus.WAITING)
+            .annotate(deps=Cast("missing_dependencies", TextField()))
+            .filter(deps__contains=uri)
+            .values_list("pk", "job_id", "number", "missing_dependencies", "pending")
+        )
+        woken = [(pk, job_id, number) for pk, job_id, number, deps, pending in candidates
+                 if not pending and any(dep[0] == uri for dep in deps)]
+        CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in woken]).update(
+            pending=True, next_check_at=now, last_modified=now
+        )
+        for _, job_id, number in woken:
+            enqueue(CoordActionInputCheckXCommand(job_id=job_id, number=number))
+    return {"uri": uri, "new": new, "actions_woken": len(woken)}

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime
 
-from datasets.models import AvailableInstance, uri_key
+from datasets.models import ANY_FLAG, AvailableInstance, uri_key
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +35,13 @@ def still_missing(dependencies: Iterable[Dependency], now: datetime) -> list[Dep
     """The dependencies not yet available; positive storage answers are recorded for everyone."""
     pending = [(uri, flag) for uri, flag in dependencies if not uri.startswith("${")]
     deferred = [(uri, flag) for uri, flag in dependencies if uri.startswith("${")]
-    known = set(
-        AvailableInstance.objects.filter(key__in=[uri_key(u, f) for u, f in pending]).values_list("key", flat=True)
-    )
+    wanted = [uri_key(u, f) for u, f in pending] + [uri_key(u, ANY_FLAG) for u, _ in pending]
+    known = set(AvailableInstance.objects.filter(key__in=wanted).values_list("key", flat=True))
     missing: list[Dependency] = []
     found: list[AvailableInstance] = []
     for uri, flag in pending:
         key = uri_key(uri, flag)
-        if key in known:
+        if key in known or uri_key(uri, ANY_FLAG) in known:
             continue
         if exists_on_storage(uri, flag):
             found.append(AvailableInstance(key=key, uri=uri, done_flag=flag, available_at=now, source="storage"))
@@ -52,10 +51,18 @@ def still_missing(dependencies: Iterable[Dependency], now: datetime) -> list[Dep
     return missing + deferred
 
 
-def announce(uri: str, done_flag: str, now: datetime) -> bool:
-    """Record an instance as available (a producer told us); True when it was new."""
-    created = AvailableInstance.objects.bulk_create(
-        [AvailableInstance(key=uri_key(uri, done_flag), uri=uri, done_flag=done_flag, available_at=now, source="event")],
+def normalize_uri(uri: str) -> str:
+    """An announced URI as materialized URIs are written: no trailing slash."""
+    return uri.strip().rstrip("/") or uri.strip()
+
+
+def announce(uri: str, now: datetime, *, user_id: int | None = None) -> bool:
+    """Record an instance as available whatever done-flag is asked for (a producer told us); True when new."""
+    uri = normalize_uri(uri)
+    key = uri_key(uri, ANY_FLAG)
+    existed = AvailableInstance.objects.filter(key=key).exists()
+    AvailableInstance.objects.bulk_create(
+        [AvailableInstance(key=key, uri=uri, done_flag=ANY_FLAG, available_at=now, source="event", announced_by_id=user_id)],
         ignore_conflicts=True,
     )
-    return bool(created and created[0].pk)
+    return not existed

@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import SimpleRouter
 
+from datasets.api.views import DatasetEventViewSet
 from xcommands.api.views import KeyedJobViewSet
 
 router = SimpleRouter()
 router.register("keyed-jobs", KeyedJobViewSet, basename="keyed-job")
+router.register("dataset-events", DatasetEventViewSet, basename="dataset-event")
 
 # name shown in the API root -> URL name of the collection.
-ROOT_LINKS: dict[str, str] = {"keyed-jobs": "keyed-job-list"}
+ROOT_LINKS: dict[str, str] = {"keyed-jobs": "keyed-job-list", "dataset-events": "dataset-event-list"}
 
 urlpatterns: list[URLPattern | URLResolver] = [*router.urls]
