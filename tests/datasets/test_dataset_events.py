@@ -17,14 +17,10 @@ from datasets.timeline import format_datetime
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
 from xcommands.models import Command
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Commands run in process (the fixture lives with the coordinator runtime tests).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 
 URL = "/api/v1/dataset-events/"
-
-
-@pytest.fixture(autouse=True)
-def _engine(in_process_engine: None) -> None:
-    """Commands run in process."""
 
 
 def minute(offset: int) -> str:
