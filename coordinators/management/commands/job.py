@@ -17,23 +17,32 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
 
-VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "dryrun")
+VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "dryrun")
 
 
 class Command(BaseCommand):
     """Submit and control coordinator jobs as `oozie job` does."""
 
-    help = "oozie job for coordinators: -run|-submit|-dryrun -config F, -start|-info|-kill|-suspend|-resume ID"
+    help = (
+        "oozie job for coordinators: -run|-submit|-dryrun -config F; -start|-info|-kill|-suspend|-resume ID; "
+        "-change ID -value endtime=..;concurrency=..;pausetime=..; -rerun ID -action 1,3-4 | -date A::B [-refresh] [-nocleanup] [-failed]"
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         """Oozie's single-dash options."""
         group = parser.add_mutually_exclusive_group(required=True)
         for verb in ("run", "submit", "dryrun"):
             group.add_argument(f"-{verb}", dest="verb", action="store_const", const=verb)
-        for verb in ("start", "info", "kill", "suspend", "resume"):
+        for verb in ("start", "info", "kill", "suspend", "resume", "change", "rerun"):
             group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
         parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
+        parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING")
+        parser.add_argument("-action", default=None, help="-rerun: action numbers and ranges, e.g. 1,3-4,7-40")
+        parser.add_argument("-date", default=None, help="-rerun: nominal times and ranges (UTC), e.g. 2009-01-01T01:00Z::2009-01-31T23:59Z")
+        parser.add_argument("-refresh", action="store_true", help="-rerun: re-resolve and re-check every input")
+        parser.add_argument("-nocleanup", action="store_true", help="-rerun: keep the output instances")
+        parser.add_argument("-failed", action="store_true", help="-rerun: only the actions that did not succeed")
         parser.add_argument("-len", type=int, default=50, help="-info: actions per page")
         parser.add_argument("-offset", type=int, default=1, help="-info: first action (1-based)")
         parser.add_argument("-filter", default="", help="-info: status=RUNNING;status=WAITING ...")
@@ -47,6 +56,10 @@ class Command(BaseCommand):
                 self._submit(verb, options)
             elif verb == "info":
                 self._info(options["info"], options)
+            elif verb == "change":
+                self._change(options["change"], options)
+            elif verb == "rerun":
+                self._rerun(options["rerun"], options)
             elif verb is not None:
                 self._control(verb, options[verb], options)
         except (DefinitionError, IllegalTransition, JobPermissionDenied, ValueError) as exc:
@@ -88,11 +101,39 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"job: {job.id}")
 
+    def _existing(self, job_id: str) -> None:
+        if not CoordinatorJob.objects.filter(pk=job_id).exists():
+            raise CoordinatorJob.DoesNotExist(job_id)
+
+    def _change(self, job_id: str, options: dict[str, Any]) -> None:
+        from coordinators.services import change_job
+
+        if options["value"] is None:
+            raise CommandError("-change needs -value, e.g. -value 'endtime=2026-12-01T00:00Z;concurrency=2'")
+        self._existing(job_id)
+        change_job(job_id, options["value"], actor=self._user(options))
+        self.stdout.write(f"change: {job_id} queued ({options['value']})")
+
+    def _rerun(self, job_id: str, options: dict[str, Any]) -> None:
+        from coordinators.services import rerun_job
+
+        if bool(options["action"]) == bool(options["date"]):
+            raise CommandError("-rerun needs exactly one of -action or -date")
+        self._existing(job_id)
+        rerun_type, scope = ("action", options["action"]) if options["action"] else ("date", options["date"])
+        actions = rerun_job(
+            job_id, actor=self._user(options), rerun_type=rerun_type, scope=scope,
+            refresh=options["refresh"], nocleanup=options["nocleanup"], failed=options["failed"],
+        )
+        lines = [f"{'ID':<45} Nominal Time", "-" * 64]
+        lines += [f"{action.id:<45} {format_datetime(action.nominal_time)}" for action in actions]
+        lines.append(f"rerun: {len(actions)} action(s) of {job_id} queued")
+        self.stdout.write("\n".join(lines))
+
     def _control(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
         from coordinators.services import control, start_job
 
-        if not CoordinatorJob.objects.filter(pk=job_id).exists():
-            raise CoordinatorJob.DoesNotExist(job_id)
+        self._existing(job_id)
         actor = self._user(options)
         if verb == "start":
             start_job(job_id, actor=actor)

@@ -92,3 +92,41 @@ def test_run_refuses_unknown_users(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="no user 'ghost'"):
         run("-run", "-config", str(job_files(tmp_path)), "-user", "ghost")
     assert CoordinatorJob.objects.count() == 0
+
+
+def test_change_and_rerun_from_the_command_line(tmp_path: Path) -> None:
+    """-change -value and -rerun -action/-date drive the same domain actions; bad values are one-line errors."""
+    User.objects.create_user("ann")
+    job_id = run("-run", "-config", str(job_files(tmp_path)), "-user", "ann").split("job: ", 1)[1].strip()
+    drain()
+    assert "queued" in run("-change", job_id, "-value", "concurrency=3", "-user", "ann")
+    drain()
+    assert CoordinatorJob.objects.get(pk=job_id).concurrency == 3
+    with pytest.raises(CommandError, match="must be an integer"):
+        run("-change", job_id, "-value", "concurrency=x", "-user", "ann")
+    with pytest.raises(CommandError, match="needs -value"):
+        run("-change", job_id, "-user", "ann")
+    job = CoordinatorJob.objects.get(pk=job_id)
+    job.actions.filter(number__in=[1, 2]).update(status="FAILED")
+    out = run("-rerun", job_id, "-action", "1-2", "-nocleanup", "-user", "ann")
+    assert f"{job_id}@1" in out and f"{job_id}@2" in out and "2 action(s)" in out
+    drain()
+    assert set(job.actions.filter(number__in=[1, 2]).values_list("run_count", flat=True)) == {1}
+    with pytest.raises(CommandError, match="exactly one of -action or -date"):
+        run("-rerun", job_id, "-user", "ann")
+    with pytest.raises(CommandError, match="is WAITING|is READY|is SUBMITTED"):
+        run("-rerun", job_id, "-action", "1", "-user", "ann")
+
+
+def test_another_user_cannot_control_the_job_from_the_command_line(tmp_path: Path) -> None:
+    """The CLI acts as a user and the same permission rule applies: a stranger is refused, the job unchanged."""
+    User.objects.create_user("ann")
+    User.objects.create_user("mal")
+    job_id = run("-run", "-config", str(job_files(tmp_path)), "-user", "ann").split("job: ", 1)[1].strip()
+    drain()
+    for args in (("-suspend", job_id), ("-kill", job_id), ("-rerun", job_id, "-action", "1"), ("-change", job_id, "-value", "concurrency=9")):
+        with pytest.raises(CommandError, match="'mal' may not modify"):
+            run(*args, "-user", "mal")
+    drain()
+    job = CoordinatorJob.objects.get(pk=job_id)
+    assert job.status == JobStatus.RUNNING and job.concurrency != 9
