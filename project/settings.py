@@ -153,6 +153,11 @@ COORD_MATERIALIZATION_CHUNK = env_int("COORD_MATERIALIZATION_CHUNK", 500)
 COORD_INPUT_CHECK_SECONDS = env_int("COORD_INPUT_CHECK_SECONDS", 60)
 COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 600)
 STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
+# Actions are created ahead of time (look-ahead); their first input check runs at the first
+# tick after their nominal time, so this bounds the start latency. The scan is an index range.
+COORD_INPUT_TICK_SECONDS = env_int("COORD_INPUT_TICK_SECONDS", 1)
+# execution NONE: an action this many minutes past its nominal time is SKIPPED.
+COORD_EXECUTION_NONE_TOLERANCE_MINUTES = env_int("COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)
 # Recovery: a pending flag or an unanswered launch this old is looked at again; a launched
 # task no worker has seen after COORD_RELAUNCH_SECONDS is sent again (same task id).
 COORD_RECOVERY_SECONDS = env_int("COORD_RECOVERY_SECONDS", 120)
@@ -181,8 +186,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "coordinator-input-checks": {
         "task": "statusservice.input_checks",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+        "schedule": float(COORD_INPUT_TICK_SECONDS),
+        "options": {"expires": float(COORD_INPUT_TICK_SECONDS)},
     },
     **{
         f"coordinator-{name.replace('_', '-')}": {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from coordinators.choices import (
     ACTION_ACTIVE,
+    ACTION_PENDING,
     ACTION_TERMINAL,
     JOB_MATERIALIZING,
     JOB_PAUSED,
@@ -24,8 +25,9 @@ from coordinators.choices import (
     transition_path,
 )
 from coordinators.commands.base import ActionCommand, JobCommand
-from coordinators.models import CoordinatorAction
+from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.availability import still_missing
+from datasets.timeline import count_before, nominal_time
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -39,9 +41,64 @@ def check_backoff(checks: int) -> timedelta:
     return timedelta(seconds=min(cap, base * (2 ** min(checks, 20))))
 
 
+STARTING_JOB_STATUSES = JOB_MATERIALIZING | {JobStatus.PAUSED, JobStatus.PAUSEDWITHERROR}
+
+
+def none_tolerance() -> timedelta:
+    """execution NONE: how late an action may start (oozie.coord.execution.none.tolerance)."""
+    return timedelta(minutes=int(getattr(settings, "COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)))
+
+
+def skip_before(job: CoordinatorJob, now: datetime) -> datetime | None:
+    """WAITING/READY actions with a nominal time before this are SKIPPED (LAST_ONLY, NONE), or None.
+
+    LAST_ONLY: once the next action's nominal time has come; that is, every action before
+    the latest nominal time not after now. NONE: once now is past nominal time + tolerance.
+    """
+    if job.execution == "NONE":
+        return now - none_tolerance()
+    if job.execution != "LAST_ONLY" or now < job.start_time:
+        return None
+    from coordinators.services import load_resolved
+
+    resolved = load_resolved(job)
+    due = count_before(resolved.start, min(now + timedelta(microseconds=1), job.end_time), resolved.frequency, resolved.tz)
+    return nominal_time(resolved.start, due - 1, resolved.frequency, resolved.tz) if due > 0 else None
+
+
+def start_ready_actions(job: CoordinatorJob, now: datetime) -> dict[str, int]:
+    """Skip what the execution policy discards, then submit READY actions in policy order up to concurrency.
+
+    Runs under the job's key (from the ready and input-check commands); launches after commit.
+    """
+    skipped = 0
+    cutoff = skip_before(job, now)
+    if cutoff is not None:
+        doomed = job.actions.select_for_update().filter(status__in=sorted(ACTION_PENDING), nominal_time__lt=cutoff)
+        for action in doomed:
+            action.transition_to(ActionStatus.SKIPPED)
+            action.pending = False
+            action.next_check_at = None
+            action.save(update_fields=["status", "pending", "next_check_at"])
+            skipped += 1
+    running = job.actions.filter(status__in=ACTION_ACTIVE).count()
+    slots = None if job.concurrency < 0 else max(0, job.concurrency - running)
+    order = "-nominal_time" if job.execution in ("LIFO", "LAST_ONLY") else "nominal_time"
+    ready = job.actions.select_for_update().filter(status=ActionStatus.READY).order_by(order)
+    chosen = list(ready if slots is None else ready[:slots]) if slots != 0 else []
+    for action in chosen:
+        action.transition_to(ActionStatus.SUBMITTED)
+        action.external_id = str(uuid.uuid4())
+        action.save(update_fields=["status", "external_id"])
+        transaction.on_commit(partial(launch, action.id, action.external_id, dict(action.run_conf), action.nominal_time.isoformat()))
+    if skipped:
+        enqueue(CoordJobStatusXCommand(job_id=job.id))
+    return {"submitted": len(chosen), "skipped": skipped}
+
+
 @dataclass
 class CoordActionInputCheckXCommand(ActionCommand):
-    """WAITING -> READY when every input is available, -> TIMEDOUT past the timeout; else check later."""
+    """WAITING -> READY (and started, room permitting) when every input is available, -> TIMEDOUT past the timeout."""
 
     job_id: str
     number: int
@@ -60,6 +117,10 @@ class CoordActionInputCheckXCommand(ActionCommand):
             action.next_check_at = action.nominal_time
             action.save(update_fields=["pending", "next_check_at"])
             return {"status": action.status, "deferred_until": action.nominal_time.isoformat()}
+        cutoff = skip_before(self.job, now)
+        if cutoff is not None and action.nominal_time < cutoff:  # LAST_ONLY / NONE: too late to run
+            action.save(update_fields=["pending"])
+            return start_ready_actions(self.job, now)
         missing = still_missing([tuple(dep) for dep in action.missing_dependencies], now)  # type: ignore[misc]
         action.missing_dependencies = [list(dep) for dep in missing]
         action.check_count += 1
@@ -67,7 +128,8 @@ class CoordActionInputCheckXCommand(ActionCommand):
             action.transition_to(ActionStatus.READY)
             action.next_check_at = None
             action.save(update_fields=["status", "pending", "missing_dependencies", "check_count", "next_check_at"])
-            enqueue(CoordActionReadyXCommand(job_id=self.job_id))
+            if self.job.status in STARTING_JOB_STATUSES:
+                return {"status": action.status, **start_ready_actions(self.job, now)}
             return {"status": action.status}
         if action.timeout_at is not None and now >= action.timeout_at:
             action.transition_to(ActionStatus.TIMEDOUT)
@@ -90,48 +152,14 @@ class CoordActionReadyXCommand(JobCommand):
 
     job_id: str
 
-
     def verify_precondition(self) -> None:
         """Nothing starts while the job is suspended or finished (a paused job only stops creating actions)."""
-        if self.job.status not in JOB_MATERIALIZING | {JobStatus.PAUSED, JobStatus.PAUSEDWITHERROR}:
+        if self.job.status not in STARTING_JOB_STATUSES:
             raise PreconditionFailed(f"job {self.job_id} is {self.job.status}; nothing starts")
 
     def execute(self) -> dict[str, Any]:
         """Skip what the policy discards, then submit in policy order up to concurrency."""
-        job, now = self.job, timezone.now()
-        skipped = self._apply_skip_policy(now)
-        running = job.actions.filter(status__in=ACTION_ACTIVE).count()
-        slots = None if job.concurrency < 0 else max(0, job.concurrency - running)
-        order = "-nominal_time" if job.execution in ("LIFO", "LAST_ONLY") else "nominal_time"
-        ready = job.actions.select_for_update().filter(status=ActionStatus.READY).order_by(order)
-        chosen = list(ready if slots is None else ready[:slots])
-        for action in chosen:
-            action.transition_to(ActionStatus.SUBMITTED)
-            action.external_id = str(uuid.uuid4())
-            action.save(update_fields=["status", "external_id"])
-            transaction.on_commit(partial(launch, action.id, action.external_id, dict(action.run_conf), action.nominal_time.isoformat()))
-        if skipped:
-            enqueue(CoordJobStatusXCommand(job_id=self.job_id))
-        return {"submitted": len(chosen), "skipped": skipped}
-
-    def _apply_skip_policy(self, now: Any) -> int:
-        job = self.job
-        pending = job.actions.filter(status__in=(ActionStatus.READY, ActionStatus.WAITING))
-        if job.execution == "LAST_ONLY":
-            latest = job.actions.filter(status=ActionStatus.READY).order_by("-nominal_time").first()
-            if latest is None:
-                return 0
-            doomed = pending.filter(nominal_time__lt=latest.nominal_time)
-        elif job.execution == "NONE":
-            doomed = pending.filter(nominal_time__lt=now - timedelta(minutes=1))
-        else:
-            return 0
-        count = 0
-        for action in doomed.select_for_update():
-            action.transition_to(ActionStatus.SKIPPED)
-            action.save(update_fields=["status"])
-            count += 1
-        return count
+        return start_ready_actions(self.job, timezone.now())
 
 
 def launch(action_id: str, task_id: str, run_conf: dict[str, Any], nominal_time: str) -> None:
