@@ -297,6 +297,9 @@ def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
         CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in woken]).update(
             pending=True, next_check_at=now, last_modified=now
         )
+        by_job: dict[str, list[int]] = {}
         for _, job_id, number in woken:
-            enqueue(CoordActionInputCheckXCommand(job_id=job_id, number=number))
+            by_job.setdefault(job_id, []).append(number)
+        for job_id, numbers in by_job.items():
+            enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=sorted(numbers)))
     return {"uri": uri, "new": new, "actions_woken": len(woken)}

@@ -58,6 +58,43 @@ def stale_after() -> timedelta:
     return timedelta(seconds=int(getattr(settings, "COORD_RECOVERY_SECONDS", 120)))
 
 
+def materialization_trigger(now: datetime) -> int:
+    """Queue a materialize command for every running job whose next action is within the lookahead."""
+    from coordinators.commands import CoordMaterializeXCommand
+    from coordinators.commands.lifecycle import lookahead
+
+    with transaction.atomic():
+        ids = list(
+            locked(
+                CoordinatorJob.objects.due_for_materialization(now + lookahead()).filter(
+                    Q(pending=False) | Q(last_modified__lt=now - stale_after())
+                )
+            ).order_by("next_materialize_at").values_list("pk", flat=True)[:BATCH]
+        )
+        CoordinatorJob.objects.filter(pk__in=ids).update(pending=True, last_modified=now)
+        for job_id in ids:
+            enqueue(CoordMaterializeXCommand(job_id=job_id))
+    return len(ids)
+
+
+def input_checks(now: datetime) -> int:
+    """Queue one input check per job with waiting actions whose check is due; the actions are marked pending."""
+    from coordinators.commands import CoordActionInputCheckXCommand
+
+    with transaction.atomic():
+        rows = list(
+            locked(
+                CoordinatorAction.objects.filter(status=ActionStatus.WAITING, next_check_at__lte=now).filter(
+                    Q(pending=False) | Q(last_modified__lt=now - stale_after())
+                )
+            ).order_by("next_check_at").values_list("pk", "job_id", "number")[:BATCH]
+        )
+        CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)
+        for job_id in group_by_job(rows):
+            enqueue(CoordActionInputCheckXCommand(job_id=job_id))  # checks every pending or due action
+    return len(rows)
+
+
 def pause_times(now: datetime) -> int:
     """Queue pause for jobs whose pause time came, and unpause for paused jobs whose pause time was reset."""
     from coordinators.commands import CoordPauseXCommand
@@ -85,9 +122,17 @@ def timeouts(now: datetime) -> int:
             ).order_by("timeout_at").values_list("pk", "job_id", "number")[:BATCH]
         )
         CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)
-        for _, job_id, number in rows:
-            enqueue(CoordActionInputCheckXCommand(job_id=job_id, number=number))
+        for job_id, numbers in group_by_job(rows).items():
+            enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=numbers))
     return len(rows)
+
+
+def group_by_job(rows: list[tuple[Any, str, int]]) -> dict[str, list[int]]:
+    """(pk, job id, number) rows as action numbers per job."""
+    by_job: dict[str, list[int]] = {}
+    for _, job_id, number in rows:
+        by_job.setdefault(job_id, []).append(number)
+    return by_job
 
 
 def job_statuses(now: datetime) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from coordinators.choices import (
@@ -96,54 +97,86 @@ def start_ready_actions(job: CoordinatorJob, now: datetime) -> dict[str, int]:
     return {"submitted": len(chosen), "skipped": skipped}
 
 
+def check_chunk() -> int:
+    """Waiting actions one input-check command looks at; more means another command follows."""
+    return int(getattr(settings, "COORD_INPUT_CHECK_CHUNK", 200))
+
+
 @dataclass
-class CoordActionInputCheckXCommand(ActionCommand):
-    """WAITING -> READY (and started, room permitting) when every input is available, -> TIMEDOUT past the timeout."""
+class CoordActionInputCheckXCommand(JobCommand):
+    """Check the inputs of a job's waiting actions: READY (and started, room permitting), TIMEDOUT, or later.
+
+    `numbers` names the actions (dataset events, reruns, timeouts); empty means every
+    WAITING action marked pending or due (the beat's tick). One command per job checks
+    each URI once however many actions share it, and applies the execution policy once
+    to all that became ready, so FIFO/LIFO/LAST_ONLY hold on a backlog.
+    """
 
     job_id: str
-    number: int
+    numbers: list[int] = field(default_factory=list)
 
     def verify_precondition(self) -> None:
-        """Only waiting actions of live jobs are checked."""
-        if self.action.status != ActionStatus.WAITING or self.job.status not in CHECKING_JOB_STATUSES:
-            CoordinatorAction.objects.filter(pk=self.action.pk).update(pending=False)
-            raise PreconditionFailed(f"action {self.action.id} is {self.action.status} (job {self.job.status})")
+        """Only live jobs have inputs checked."""
+        if self.job.status not in CHECKING_JOB_STATUSES:
+            self._waiting().filter(pending=True).update(pending=False)
+            raise PreconditionFailed(f"job {self.job_id} is {self.job.status}; inputs are not checked")
+
+    def _waiting(self) -> QuerySet[CoordinatorAction]:
+        waiting = self.job.actions.filter(status=ActionStatus.WAITING)
+        if self.numbers:
+            return waiting.filter(number__in=self.numbers)
+        return waiting.filter(Q(pending=True) | Q(next_check_at__lte=timezone.now()))
 
     def execute(self) -> dict[str, Any]:
-        """Ask for the missing inputs; decide."""
-        action, now = self.action, timezone.now()
+        """Ask storage once for everything missing; decide each action; start what is ready."""
+        job, now = self.job, timezone.now()
+        actions = list(self._waiting().select_for_update().order_by("nominal_time")[: check_chunk() + 1])
+        more = len(actions) > check_chunk()
+        actions = actions[: check_chunk()]
+        cutoff = skip_before(job, now)
+        due = [a for a in actions if a.nominal_time <= now and not (cutoff is not None and a.nominal_time < cutoff)]
+        wanted = {tuple(dep) for action in due for dep in action.missing_dependencies}
+        missing_now = set(still_missing(sorted(wanted), now))  # type: ignore[arg-type]
+        outcome = {"ready": 0, "timedout": 0, "waiting": 0}
+        for action in actions:
+            outcome[self._decide(action, now, cutoff, missing_now)] += 1
+        if outcome["timedout"]:
+            enqueue(CoordJobStatusXCommand(job_id=job.id))
+        if more:
+            enqueue(CoordActionInputCheckXCommand(job_id=job.id, numbers=self.numbers))
+        started: dict[str, int] = {}
+        if (outcome["ready"] or cutoff is not None) and job.status in STARTING_JOB_STATUSES:
+            started = start_ready_actions(job, now)
+        return {**outcome, **started}
+
+    def _decide(self, action: CoordinatorAction, now: datetime, cutoff: datetime | None, missing_now: set[Any]) -> str:
         action.pending = False
         if now < action.nominal_time:  # inputs are checked from the nominal time on (Oozie)
             action.next_check_at = action.nominal_time
             action.save(update_fields=["pending", "next_check_at"])
-            return {"status": action.status, "deferred_until": action.nominal_time.isoformat()}
-        cutoff = skip_before(self.job, now)
-        if cutoff is not None and action.nominal_time < cutoff:  # LAST_ONLY / NONE: too late to run
+            return "waiting"
+        if cutoff is not None and action.nominal_time < cutoff:  # LAST_ONLY / NONE: skipped by the policy
             action.save(update_fields=["pending"])
-            return start_ready_actions(self.job, now)
-        missing = still_missing([tuple(dep) for dep in action.missing_dependencies], now)  # type: ignore[misc]
-        action.missing_dependencies = [list(dep) for dep in missing]
+            return "waiting"
+        missing = [dep for dep in action.missing_dependencies if tuple(dep) in missing_now]
+        action.missing_dependencies = missing
         action.check_count += 1
         if not missing:
             action.transition_to(ActionStatus.READY)
             action.next_check_at = None
             action.save(update_fields=["status", "pending", "missing_dependencies", "check_count", "next_check_at"])
-            if self.job.status in STARTING_JOB_STATUSES:
-                return {"status": action.status, **start_ready_actions(self.job, now)}
-            return {"status": action.status}
+            return "ready"
         if action.timeout_at is not None and now >= action.timeout_at:
             action.transition_to(ActionStatus.TIMEDOUT)
             action.next_check_at = None
             action.error_message = f"timed out waiting for {len(missing)} input(s)"
             action.save(update_fields=["status", "pending", "missing_dependencies", "check_count", "next_check_at", "error_message"])
-            enqueue(CoordJobStatusXCommand(job_id=self.job_id))
-            return {"status": action.status}
-        delay = check_backoff(action.check_count - 1)
-        action.next_check_at = now + delay
+            return "timedout"
+        action.next_check_at = now + check_backoff(action.check_count - 1)
         if action.timeout_at is not None:
             action.next_check_at = min(action.next_check_at, action.timeout_at)
         action.save(update_fields=["pending", "missing_dependencies", "check_count", "next_check_at"])
-        return {"status": action.status, "missing": len(missing)}
+        return "waiting"
 
 
 @dataclass

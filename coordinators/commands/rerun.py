@@ -195,7 +195,7 @@ class CoordRerunXCommand(JobCommand):
                 "status", "run_count", "external_id", "error_message", "check_count", "next_check_at",
                 "timeout_at", "pending", "data_in", "run_conf", "missing_dependencies",
             ])
-            enqueue(CoordActionInputCheckXCommand(job_id=job.id, number=action.number))
+        enqueue(CoordActionInputCheckXCommand(job_id=job.id, numbers=[a.number for a in self.actions]))
         if job.status in RERUN_JOB_TARGET:
             job.transition_to(RERUN_JOB_TARGET[JobStatus(job.status)])
         job.pending = False
