@@ -55,3 +55,25 @@ def aggregate(configuration: dict[str, Any], nominal_time: str) -> str:
     (out / "summary.json").write_text(json.dumps({"nominal_time": nominal_time, "parts": records}))
     (out / "_SUCCESS").write_text("")
     return str(out)
+
+
+@shared_task(name="examples.record")
+def record(configuration: dict[str, Any], nominal_time: str) -> str:
+    """Append when it ran to the file `log` (one JSON line), after sleeping `seconds`: shows order and overlap."""
+    import time
+
+    started = time.time()
+    time.sleep(float(configuration.get("seconds", 0)))
+    line = json.dumps({"nominal_time": nominal_time, "started": started, "ended": time.time()})
+    with _local(str(configuration["log"])).open("a") as handle:
+        handle.write(line + "\n")
+    return nominal_time
+
+
+@shared_task(name="examples.require")
+def require(configuration: dict[str, Any], nominal_time: str) -> str:
+    """Fail unless the file `path` exists: a task that can be fixed and rerun."""
+    path = _local(str(configuration["path"]))
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is not there (nominal time {nominal_time})")
+    return str(path)

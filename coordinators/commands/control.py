@@ -100,13 +100,12 @@ class CoordResumeXCommand(JobCommand):
     def execute(self) -> dict[str, str]:
         """Move back and queue what the suspension held up."""
         from coordinators.commands.actions import CoordActionReadyXCommand
-        from coordinators.commands.lifecycle import CoordMaterializeXCommand, CoordStartXCommand
+        from coordinators.commands.lifecycle import CoordMaterializeXCommand
 
         self.job.transition_to(RESUME_TARGET[JobStatus(self.job.status)])
         self.job.save(update_fields=["status"])
-        if self.job.status == JobStatus.PREP:
-            enqueue(CoordStartXCommand(job_id=self.job_id))
-        else:
+        # PREPSUSPENDED -> PREP: a job submitted without start waits for its start again.
+        if self.job.status != JobStatus.PREP:
             enqueue(CoordMaterializeXCommand(job_id=self.job_id))
             enqueue(CoordActionReadyXCommand(job_id=self.job_id))
         return {"status": self.job.status}
