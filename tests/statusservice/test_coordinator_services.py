@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
+import redis
 from django.contrib.auth.models import User
 from django.utils import timezone
 
@@ -83,17 +84,15 @@ def test_job_statuses_finish_jobs_whose_actions_are_all_done() -> None:
                      ActionStatus.FAILED, id="lost-failure-report"),
     ],
 )
-def test_recovery_reads_lost_reports_from_the_result_backend(state: str, result: object, expected: str) -> None:
+def test_recovery_reads_lost_reports_from_the_result_backend(state: str, result: object, expected: str, redis_url: str) -> None:
     """A launched action nobody reported on is settled from its task's state in the result backend."""
-    from project.celery import app
-
     owner = User.objects.create_user("r")
     job = job_with(owner, -2, -1)
     action = job.actions.get(number=1)
     assert action.status == ActionStatus.SUBMITTED and action.external_id
     meta = {"status": state, "result": result, "traceback": None, "children": [], "task_id": action.external_id,
             "date_done": timezone.now().isoformat()}
-    app.backend.client.set(f"celery-task-meta-{action.external_id}", json.dumps(meta))
+    redis.Redis.from_url(redis_url).set(f"celery-task-meta-{action.external_id}", json.dumps(meta))
     assert services.recover_launches(timezone.now()) == 0  # too recent: reports may still come
     age(action, 10)
     assert services.recover_launches(timezone.now()) == 1
@@ -102,14 +101,12 @@ def test_recovery_reads_lost_reports_from_the_result_backend(state: str, result:
     assert action.status == expected
 
 
-def test_recovery_relaunches_a_task_no_worker_ever_saw() -> None:
+def test_recovery_relaunches_a_task_no_worker_ever_saw(redis_url: str) -> None:
     """A SUBMITTED action whose task is unknown to the backend after COORD_RELAUNCH_SECONDS is sent again, same id."""
-    from project.celery import app
-
     owner = User.objects.create_user("q")
     job = job_with(owner, -2, -1)
     action = job.actions.get(number=1)
-    client = app.broker_connection().default_channel.client
+    client = redis.Redis.from_url(redis_url)
     client.delete("actions")
     age(action, 5)
     assert services.recover_launches(timezone.now()) == 0  # not yet past COORD_RELAUNCH_SECONDS (600 s)
