@@ -149,6 +149,7 @@ class CoordinatorAction(models.Model):
     timeout_at = models.DateTimeField(null=True, blank=True)
     sla = models.JSONField(null=True, blank=True)
     error_message = models.TextField(blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True, help_text="when its task was last sent")
     started_at = models.DateTimeField(null=True, blank=True, help_text="when it last went RUNNING")
     ended_at = models.DateTimeField(null=True, blank=True, help_text="when it last finished")
     run_count = models.IntegerField(default=0, help_text="reruns so far")
@@ -184,7 +185,7 @@ class CoordinatorAction(models.Model):
         """Saving the status saves its time stamps and the modification time too."""
         fields = kwargs.get("update_fields")
         if fields is not None:
-            extra = {"last_modified"} | ({"started_at", "ended_at"} if "status" in fields else set())
+            extra = {"last_modified"} | ({"submitted_at", "started_at", "ended_at"} if "status" in fields else set())
             kwargs["update_fields"] = sorted(set(fields) | extra)
         super().save(*args, **kwargs)
 
@@ -200,10 +201,12 @@ class CoordinatorAction(models.Model):
         """
         check_transition(ACTION_TRANSITIONS, self.status, target, f"coordinator action {self.id}")
         now = timezone.now()
-        if target == ActionStatus.RUNNING:
+        if target == ActionStatus.SUBMITTED:
+            self.submitted_at, self.started_at, self.ended_at = now, None, None
+        elif target == ActionStatus.RUNNING:
             self.started_at, self.ended_at = now, None
         elif target in ACTION_TERMINAL:
             self.ended_at = now
         elif target == ActionStatus.WAITING:  # rerun
-            self.started_at = self.ended_at = None
+            self.submitted_at = self.started_at = self.ended_at = None
         self.status = target

@@ -21,9 +21,23 @@ def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> di
     return run_materialize_plan_bench(options["actions"], log)
 
 
+def _materialize(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from coordinators.bench_runtime import run_materialize_bench
+
+    return run_materialize_bench(options["actions"], log)
+
+
+def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from coordinators.bench_runtime import run_trigger_latency_bench
+
+    return run_trigger_latency_bench(options["jobs"], options["minutes"], options["workers"], log)
+
+
 BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str, Any]]] = {
     "keyed-queue": _keyed_queue,
     "materialize-plan": _materialize_plan,
+    "materialize": _materialize,
+    "trigger-latency": _trigger_latency,
 }
 
 
@@ -39,14 +53,16 @@ class Command(BaseCommand):
         parser.add_argument("--commands", type=int, default=3000)
         parser.add_argument("--keys", type=int, default=50)
         parser.add_argument("--workers", type=int, default=2)
-        parser.add_argument("--actions", type=int, default=100_000, help="materialize-plan: actions to plan")
+        parser.add_argument("--actions", type=int, default=100_000, help="materialize(-plan): actions to create or plan")
+        parser.add_argument("--jobs", type=int, default=500, help="trigger-latency: coordinators to run")
+        parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch to the named benchmark."""
         runner = BENCHMARKS.get(options["name"])
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
-        for name in ("commands", "keys", "workers", "actions"):
+        for name in ("commands", "keys", "workers", "actions", "jobs", "minutes"):
             if name in options and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 

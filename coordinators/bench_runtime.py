@@ -1,0 +1,277 @@
+"""Runtime benchmarks: `manage.py bench materialize` and `manage.py bench trigger-latency`.
+
+Both run on the configured database (quote figures from PostgreSQL), start a private Redis
+unless REDIS_URL answers, and delete what they created.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from datasets.timeline import format_datetime
+from project.launcher import find_redis_server, free_port, redis_answers, wait_for
+
+Log = Callable[[str], None]
+
+CATCH_UP_APP = """<coordinator-app name="bench-materialize" frequency="${{coord:minutes(1)}}" start="{start}" end="{end}"
+    timezone="UTC" xmlns="uri:oozie:coordinator:0.4">
+  <controls><throttle>{throttle}</throttle></controls>
+  <datasets>
+    <dataset name="ticks" frequency="${{coord:minutes(1)}}" initial-instance="2019-01-01T00:00Z" timezone="UTC">
+      <uri-template>s3://bucket/ticks/${{YEAR}}/${{MONTH}}/${{DAY}}/${{HOUR}}/${{MINUTE}}</uri-template>
+    </dataset>
+  </datasets>
+  <input-events>
+    <data-in name="window" dataset="ticks">
+      <start-instance>${{coord:current(-23)}}</start-instance><end-instance>${{coord:current(0)}}</end-instance>
+    </data-in>
+  </input-events>
+  <action><workflow><app-path>task:examples.noop</app-path><configuration>
+    <property><name>input</name><value>${{coord:dataIn('window')}}</value></property>
+  </configuration></workflow></action>
+</coordinator-app>"""
+
+TRIGGER_APP = """<coordinator-app name="bench-trigger-{n}" frequency="${{coord:minutes(1)}}" start="{start}" end="{end}"
+    timezone="UTC" xmlns="uri:oozie:coordinator:0.4">
+  <controls><concurrency>2</concurrency></controls>
+  <datasets>
+    <dataset name="in" frequency="${{coord:minutes(1)}}" initial-instance="2020-01-01T00:00Z" timezone="UTC">
+      <uri-template>file://{data}/${{YEAR}}${{MONTH}}${{DAY}}${{HOUR}}${{MINUTE}}</uri-template>
+    </dataset>
+  </datasets>
+  <input-events><data-in name="in" dataset="in"><instance>${{coord:current(0)}}</instance></data-in></input-events>
+  <action><workflow><app-path>task:examples.noop</app-path></workflow></action>
+</coordinator-app>"""
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """The pct-th percentile (nearest rank) of values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))]
+
+
+@contextmanager
+def private_redis(tmp: Path, log: Log) -> Iterator[str]:
+    """REDIS_URL if it answers, else a redis-server of our own for the duration; the process's Celery app uses it."""
+    from kombu import pools
+
+    from project.celery import app
+
+    configured = os.environ.get("REDIS_URL")
+    proc = None
+    if configured and redis_answers(configured):
+        url = configured
+    else:
+        port = free_port()
+        proc = subprocess.Popen(  # noqa: S603
+            [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(tmp)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        url = f"redis://127.0.0.1:{port}/0"
+        wait_for(lambda: redis_answers(url), 15, "redis-server")
+        log(f"started redis-server on {url}")
+    old = (app.conf.broker_url, app.conf.result_backend)
+    app.conf.update(broker_url=url, result_backend=url)
+    pools.reset()
+    app._after_fork()  # type: ignore[attr-defined]  # forgets cached connection pools
+    app._backend_cache = None  # type: ignore[attr-defined]
+    try:
+        yield url
+    finally:
+        app.conf.update(broker_url=old[0], result_backend=old[1])
+        pools.reset()
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def bench_user() -> Any:
+    """The user bench jobs belong to (created once)."""
+    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_active": False})
+    return user
+
+
+def delete_jobs(prefix: str) -> None:
+    """Delete bench jobs (and their actions and commands)."""
+    from xcommands.models import Command, CommandKey
+
+    ids = list(CoordinatorJob.objects.filter(app_name__startswith=prefix).values_list("pk", flat=True))
+    for first in range(0, len(ids), 200):
+        chunk = ids[first:first + 200]
+        CoordinatorAction.objects.filter(job_id__in=chunk).delete()
+        Command.objects.filter(key__in=chunk).delete()
+        CommandKey.objects.filter(key__in=chunk).delete()
+        CoordinatorJob.objects.filter(pk__in=chunk).delete()
+
+
+def run_materialize_bench(actions: int, log: Log) -> dict[str, Any]:
+    """Materialize `actions` actions of one catch-up job through the engine; compare with a plain bulk_create."""
+    from coordinators.services import submit_coordinator
+    from xcommands import engine
+    from xcommands.choices import CommandStatus
+    from xcommands.models import Command
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-materialize-"))
+    start = (timezone.now() - timedelta(minutes=actions + 10)).replace(second=0, microsecond=0)
+    end = start + timedelta(minutes=actions)
+    xml = CATCH_UP_APP.format(start=format_datetime(start), end=format_datetime(end), throttle=actions)
+    delete_jobs("bench-materialize")
+    with private_redis(tmp, log), override_settings(COMMAND_DRAIN_MAX=1):
+        try:
+            job = submit_coordinator(xml, {}, owner=bench_user())
+            log(f"job {job.id}: materializing {actions} past actions (minute frequency, 24-instance input range, "
+                f"chunks of {settings.COORD_MATERIALIZATION_CHUNK})")
+            started = time.perf_counter()
+            commands = 0
+            while True:
+                heads = list(
+                    Command.objects.filter(key=job.id, status=CommandStatus.PENDING).order_by("seq").values_list("pk", flat=True)[:1]
+                )
+                if not heads:
+                    break
+                engine.process(heads[0])
+                commands += 1
+                if commands % 40 == 0:
+                    done = CoordinatorJob.objects.get(pk=job.pk).last_action_number
+                    log(f"  {done} actions after {time.perf_counter() - started:.1f} s")
+            elapsed = time.perf_counter() - started
+            job.refresh_from_db()
+            if job.last_action_number != actions or job.actions.count() != actions:
+                raise RuntimeError(f"materialized {job.last_action_number} actions, expected {actions}")
+            log(f"materialized {actions} actions in {elapsed:.2f} s with {commands} commands")
+            baseline = _bulk_insert_baseline(job, actions, log)
+        finally:
+            delete_jobs("bench-materialize")
+    rate = actions / elapsed
+    return {
+        "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+        "actions": actions,
+        "seconds": round(elapsed, 2),
+        "actions_per_s": round(rate, 1),
+        "bulk_insert_actions_per_s": round(baseline, 1),
+        "ratio_to_bulk_insert": round(rate / baseline, 3),
+        "commands": commands,
+    }
+
+
+def _bulk_insert_baseline(job: CoordinatorJob, actions: int, log: Log) -> float:
+    """Copies of the job's actions written with plain bulk_create, chunk by chunk, one transaction each."""
+    copy = CoordinatorJob.objects.get(pk=job.pk)
+    copy.id = f"{job.id}-copy"
+    copy.app_name = "bench-materialize-copy"
+    copy.save(force_insert=True)
+    chunk = int(settings.COORD_MATERIALIZATION_CHUNK)
+    elapsed = 0.0
+    for first in range(1, actions + 1, chunk):
+        rows = list(job.actions.filter(number__gte=first, number__lt=first + chunk).order_by("number"))
+        for row in rows:
+            row.pk = CoordinatorAction.action_id(copy.id, row.number)
+            row.job_id = copy.id
+        started = time.perf_counter()  # only the writes count: reading the source rows is not the baseline's work
+        with transaction.atomic():
+            CoordinatorAction.objects.bulk_create(rows)
+        elapsed += time.perf_counter() - started
+    log(f"bulk_create baseline: {actions} rows in {elapsed:.2f} s")
+    return actions / elapsed
+
+
+def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -> dict[str, Any]:
+    """Run `jobs` minute-frequency coordinators whose inputs exist for `minutes` nominal times; latency percentiles."""
+    from coordinators.services import submit_coordinator
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-trigger-"))
+    data = tmp / "data"
+    run = uuid.uuid4().hex[:6]
+    prefix = f"bench-trigger-{run}"
+    first = (timezone.now() + timedelta(minutes=2)).replace(second=0, microsecond=0)
+    end = first + timedelta(minutes=minutes)
+    for n in range(minutes):
+        flag = data / (first + timedelta(minutes=n)).strftime("%Y%m%d%H%M")
+        flag.mkdir(parents=True)
+        (flag / "_SUCCESS").write_text("")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with private_redis(tmp, log) as url:
+            log(f"submitting {jobs} coordinators, first nominal time {format_datetime(first)}, {minutes} each")
+            owner = bench_user()
+            for n in range(jobs):
+                xml = TRIGGER_APP.format(n=f"{run}-{n}", start=format_datetime(first), end=format_datetime(end), data=data)
+                submit_coordinator(xml, {}, owner=owner)
+            env = dict(os.environ, REDIS_URL=url, LOG_LEVEL="WARNING")
+            env.pop("CELERY_RESULT_BACKEND", None)
+            for index in range(workers):
+                procs.append(_spawn(["worker", "--loglevel", "WARNING", "--concurrency", "2", "--queues",
+                                     "commands,services,actions,default", "--without-gossip", "--without-mingle",
+                                     "--hostname", f"bench{index}-{run}@%h"], env, tmp / f"worker{index}.log"))
+            procs.append(_spawn(["beat", "--loglevel", "WARNING", "--schedule", str(tmp / "beat-schedule")],
+                                env, tmp / "beat.log"))
+            log(f"{workers} worker process(es) of concurrency 2 and beat started; waiting for {jobs * minutes} actions")
+            wanted = jobs * minutes
+            deadline = end + timedelta(minutes=3)
+            actions = CoordinatorAction.objects.filter(job__app_name__startswith=prefix)
+            while timezone.now() < deadline:
+                started = actions.filter(started_at__isnull=False).count()
+                log(f"  {timezone.now():%H:%M:%S} running or done: {started}/{wanted}")
+                if started >= wanted:
+                    break
+                time.sleep(5)
+            rows = list(actions.values_list("nominal_time", "submitted_at", "started_at"))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        delete_jobs(prefix)
+    submitted = [_seconds(nominal, at) for nominal, at, _ in rows if at is not None]
+    running = [_seconds(nominal, at) for nominal, _, at in rows if at is not None]
+    return {
+        "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+        "jobs": jobs,
+        "minutes": minutes,
+        "workers": workers,
+        "actions": len(rows),
+        "submitted": len(submitted),
+        "running": len(running),
+        "p50_s_to_submitted": round(statistics.median(submitted), 3) if submitted else None,
+        "p99_s_to_submitted": round(percentile(submitted, 99), 3) if submitted else None,
+        "p50_s_to_running": round(statistics.median(running), 3) if running else None,
+        "p99_s_to_running": round(percentile(running, 99), 3) if running else None,
+    }
+
+
+def _seconds(nominal: datetime, at: datetime) -> float:
+    return (at - nominal).total_seconds()
+
+
+def _spawn(args: list[str], env: dict[str, str], logfile: Path) -> subprocess.Popen[bytes]:
+    handle = logfile.open("wb")
+    return subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "celery", "-A", "project", *args],
+        env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True, cwd=str(Path(settings.BASE_DIR)),
+    )
