@@ -150,7 +150,7 @@ def deliver(now: datetime | None = None, *, batch: int = BATCH) -> int:
             status = NotifyStatus.PENDING
         SLAEvent.objects.filter(pk=event.pk).update(
             notify_status=status, channels=remaining, attempts=attempts, last_error="\n".join(errors),
-            next_attempt_at=timezone.now() + _backoff(attempts) if status == NotifyStatus.PENDING else None,
+            next_attempt_at=now + _backoff(attempts) if status == NotifyStatus.PENDING else None,
             sent_at=timezone.now() if status == NotifyStatus.SENT else None,
         )
     return sent
