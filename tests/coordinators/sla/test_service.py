@@ -163,6 +163,29 @@ def test_a_rerun_is_tracked_as_a_new_run() -> None:
     assert events(action)[3:] == [("START_MISS", 1), ("END_MISS", 1)]
 
 
+def test_a_rerun_through_the_service_reopens_the_record() -> None:
+    """services.rerun_job -> CoordRerunXCommand: the closed record opens and the new run is tracked anew."""
+    from coordinators.services import rerun_job
+
+    job = materialized_job()
+    action = job.actions.get()
+    CoordinatorAction.objects.filter(pk=action.pk).update(
+        status=ActionStatus.FAILED, started_at=at(action, 1), ended_at=at(action, 2)
+    )
+    check(now=at(action, 2.5))
+    assert SLARegistration.objects.get(pk=action.pk).closed
+    rerun_job(job.id, actor=job.owner, rerun_type="action", scope="1", nocleanup=True)
+    run_pending_commands()
+    action.refresh_from_db()
+    assert action.run_count == 1
+    record = SLARegistration.objects.get(pk=action.pk)
+    assert not record.closed and record.run == 0  # reopened; the checker starts it over
+    check(now=at(action, 11))
+    record.refresh_from_db()
+    assert record.run == 1
+    assert ("END_MISS", 1) in events(action) and ("END_MISS", 0) in events(action)
+
+
 def test_an_open_record_notices_a_rerun_by_itself() -> None:
     """Without reopen(), an open record whose action's run count moved starts over for the new run."""
     action = materialized_job().actions.get()
