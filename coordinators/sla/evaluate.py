@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from coordinators.definitions import SLAInfo
+from coordinators.definitions import DefinitionError, SLAInfo
 from coordinators.el import ELError, Phase, evaluate, evaluate_to_string
 from coordinators.plan.materialize import ActionPlan
 from coordinators.plan.resolve import ResolvedCoordinator
@@ -224,3 +224,18 @@ def plan_sla(coordinator: ResolvedCoordinator, plan: ActionPlan, now: datetime) 
         coordinator, nominal=plan.nominal_time, now=now, data_in=plan.data_in, data_out=plan.data_out,
         deferred_in=plan.deferred,
     )
+
+
+def validate_sla(coordinator: ResolvedCoordinator, *, now: datetime) -> None:
+    """Refuse at submission an SLA block that would not evaluate for the first action (DefinitionError).
+
+    For submit and dry-run: a negative or non-numeric should-end is the submitter's error,
+    better reported at once than as untracked actions later.
+    """
+    info = coordinator.app.sla
+    if info is None:
+        return
+    try:
+        evaluate_sla(info, coordinator, nominal=coordinator.start, now=now)
+    except SLAError as exc:
+        raise DefinitionError(str(exc), source=coordinator.app.source, element="sla:info") from None

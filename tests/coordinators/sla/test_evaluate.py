@@ -145,3 +145,18 @@ def test_no_sla_block_stores_nothing() -> None:
     """A coordinator without sla:info stores None on its actions."""
     xml = coordinator_02("x").replace("<sla:info>x</sla:info>", "")
     assert action_sla(resolved(xml), nominal=NOW, now=NOW) is None
+
+
+def test_validate_sla_reports_a_definition_error_for_submission() -> None:
+    """validate_sla (for submit and dry-run) turns a bad SLA into a DefinitionError naming sla:info."""
+    from coordinators.definitions import DefinitionError
+    from coordinators.sla.evaluate import validate_sla
+
+    good = resolved(coordinator_02(FULL_02), {"owner": "ops"})
+    validate_sla(good, now=NOW)
+    bad = resolved(coordinator_02(
+        "<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time><sla:should-end>${-1 * DAYS}</sla:should-end>"
+    ))
+    with pytest.raises(DefinitionError, match="must not be negative") as caught:
+        validate_sla(bad, now=NOW)
+    assert caught.value.element == "sla:info"
