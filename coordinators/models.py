@@ -210,3 +210,7 @@ class CoordinatorAction(models.Model):
         elif target == ActionStatus.WAITING:  # rerun
             self.submitted_at = self.started_at = self.ended_at = None
         self.status = target
+
+
+# SLA records live in their own module; importing them here makes them models of this app.
+from coordinators.sla.models import SLAEvent, SLARegistration  # noqa: E402, F401

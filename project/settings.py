@@ -197,7 +197,41 @@ CELERY_BEAT_SCHEDULE = {
         }
         for name in ("pause_times", "timeouts", "job_statuses", "recovery")
     },
+    "coordinator-sla-checks": {
+        "task": "statusservice.sla_checks",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+    },
+    "coordinator-sla-notifications": {
+        "task": "statusservice.sla_notifications",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+    },
 }
+# SLA monitoring (README, "SLA"): e-mails to <sla:alert-contact> for the events its
+# <sla:alert-events> name (default below), every event POSTed as JSON to the webhook.
+SLA_ALERT_EVENTS = env_list("SLA_ALERT_EVENTS", ["END_MISS"])
+SLA_EMAIL_ENABLED = env_bool("SLA_EMAIL_ENABLED", True)
+SLA_EMAIL_FROM = env_str("SLA_EMAIL_FROM", "")
+SLA_WEBHOOK_URL = env_str("SLA_WEBHOOK_URL", "")
+SLA_WEBHOOK_SECRET = env_str("SLA_WEBHOOK_SECRET", "")
+SLA_WEBHOOK_TIMEOUT_SECONDS = env_int("SLA_WEBHOOK_TIMEOUT_SECONDS", 5)
+SLA_WEBHOOK_EVENTS = env_list(
+    "SLA_WEBHOOK_EVENTS", ["START_MET", "START_MISS", "DURATION_MET", "DURATION_MISS", "END_MET", "END_MISS"]
+)
+SLA_NOTIFY_MAX_ATTEMPTS = env_int("SLA_NOTIFY_MAX_ATTEMPTS", 8)
+SLA_NOTIFY_RETRY_SECONDS = env_int("SLA_NOTIFY_RETRY_SECONDS", 30)
+SLA_DISABLE_ALERTS_OLDER_THAN_HOURS = env_int("SLA_DISABLE_ALERTS_OLDER_THAN_HOURS", 48)
+SLA_ADMIN_BASE_URL = env_str("SLA_ADMIN_BASE_URL", "")
+# E-mail (SLA alerts): Django's SMTP backend by default; EMAIL_TIMEOUT bounds a dead server.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "scheduler@localhost")
 
 # --- Oozie semantics ----------------------------------------------------------------------
 # UTC, or a fixed GMT offset such as GMT+05:30 (coordinator spec, section 4.2).

@@ -9,3 +9,7 @@ class StatusserviceConfig(AppConfig):
     """Periodic services driven by celery beat: triggers, status, recovery."""
 
     name = "statusservice"
+
+    def ready(self) -> None:
+        """Register the task modules Celery's autodiscovery (which imports `tasks`) does not find."""
+        from statusservice import sla  # noqa: F401

@@ -13,6 +13,8 @@ from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.plan import ResolvedCoordinator, plan_action
+from coordinators.sla.evaluate import plan_sla
+from coordinators.sla.service import register_actions
 from datasets.timeline import count_before, iter_nominal_times, nominal_time
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
@@ -121,9 +123,12 @@ class CoordMaterializeXCommand(JobCommand):
                     missing_dependencies=[[uri, flags[name]] for name, uris in plan.data_in.items() for uri in uris],
                     next_check_at=nominal,
                     timeout_at=None if job.timeout < 0 else waits_from + timedelta(minutes=job.timeout),
+                    sla=plan_sla(resolved, plan, now),
                 )
             )
         CoordinatorAction.objects.bulk_create(created, ignore_conflicts=True)
+        if resolved.app.sla is not None:
+            register_actions(job, created, now=now)
         job.last_action_number += len(created)
         recompute_progress(job, resolved)
         more_due = not job.done_materializing and job.last_action_number < due_total and room > len(created)
