@@ -8,12 +8,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from coordinators.definitions.includes import Loader
 from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
 from coordinators.permissions import check_modify
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
+from coordinators.sla.evaluate import validate_sla
 from datasets.timeline import format_datetime
 from xcommands.base import XCommand
 
@@ -57,6 +59,7 @@ def submit_coordinator(
     resolved = resolve_coordinator(
         app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
     )
+    validate_sla(resolved, now=timezone.now())
     if not resolved.app_path.startswith(SUPPORTED_LAUNCHERS):
         raise DefinitionError(
             f"app-path {resolved.app_path!r} needs a launcher this service does not have "
@@ -136,8 +139,6 @@ def change_job(job_id: str, value: str, *, actor: Any) -> CoordinatorJob:
     `value` is Oozie's `endtime=2011-12-01T05:00Z;concurrency=100;pausetime=` form. Raises
     ChangeRefused (bad value), IllegalTransition, JobPermissionDenied or DoesNotExist.
     """
-    from django.utils import timezone
-
     from coordinators.commands.change import CoordChangeXCommand, check_change, parse_change_value
     from xcommands.queue import enqueue
 
@@ -253,6 +254,7 @@ def dryrun_submission(
     resolved = resolve_coordinator(
         app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
     )
+    validate_sla(resolved, now=now)
     if max_actions < 1:
         raise ValueError("max_actions must be at least 1")
     return {"actions": [plan.as_json() for plan in iter_action_plans(resolved, now=now, max_actions=max_actions)]}
@@ -267,7 +269,6 @@ def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
     """
     from django.db.models import TextField
     from django.db.models.functions import Cast
-    from django.utils import timezone
 
     from coordinators.choices import ActionStatus
     from coordinators.commands import CoordActionInputCheckXCommand

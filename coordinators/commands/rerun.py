@@ -160,6 +160,7 @@ class CoordRerunXCommand(JobCommand):
         """Clean, reset, requeue; the job leaves SUSPENDED or its finished status."""
         from coordinators.commands.actions import CoordActionInputCheckXCommand
         from coordinators.services import load_resolved
+        from coordinators.sla.service import follow_rerun
 
         job, now = self.job, timezone.now()
         resolved = load_resolved(job) if self.refresh or not self.nocleanup else None
@@ -195,6 +196,7 @@ class CoordRerunXCommand(JobCommand):
                 "status", "run_count", "external_id", "error_message", "check_count", "next_check_at",
                 "timeout_at", "pending", "data_in", "run_conf", "missing_dependencies",
             ])
+        follow_rerun(self.actions)
         enqueue(CoordActionInputCheckXCommand(job_id=job.id, numbers=[a.number for a in self.actions]))
         if job.status in RERUN_JOB_TARGET:
             job.transition_to(RERUN_JOB_TARGET[JobStatus(job.status)])

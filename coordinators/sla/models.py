@@ -5,13 +5,8 @@ Imported by `coordinators.models`, so they belong to the coordinators app.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 from django.db.models import Q
-from django.db.models.signals import post_save
-from django.dispatch import receiver
-from django.utils import timezone
 
 from coordinators.sla.rules import EventType, SLAStatus
 
@@ -117,18 +112,3 @@ class SLAEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} {self.registration_id}"
-
-
-@receiver(post_save, sender="coordinators.CoordinatorAction", dispatch_uid="coordinators.sla.rerun")
-def follow_rerun(sender: Any, instance: Any, update_fields: Any = None, **kwargs: Any) -> None:
-    """A rerun (a save of `run_count`) opens the action's closed SLA record again, in the same transaction.
-
-    The checker then starts the record over for the new run. A receiver rather than a call
-    in the rerun command keeps the SLA out of the command code; saves of other fields cost
-    nothing here.
-    """
-    if update_fields is None or "run_count" not in update_fields:
-        return
-    SLARegistration.objects.filter(pk=instance.pk).exclude(run=instance.run_count).update(
-        closed=False, next_check_at=timezone.now()
-    )

@@ -95,6 +95,20 @@ def register_actions(job: Any, actions: Iterable[Any], *, now: datetime | None =
     return len(rows)
 
 
+def follow_rerun(actions: Iterable[Any]) -> int:
+    """Rerun actions open their closed SLA records again (in the caller's transaction); the checker starts them over.
+
+    A plain conditional update, not a skip-locked claim: a checker holding the row must not
+    make the rerun miss it.
+    """
+    count = 0
+    for action in actions:
+        count += SLARegistration.objects.filter(pk=action.pk).exclude(run=action.run_count).update(
+            closed=False, next_check_at=timezone.now()
+        )
+    return count
+
+
 def reopen(action_ids: Iterable[str]) -> int:
     """Track a new run of rerun actions: their records open again for the action's next run.
 

@@ -202,8 +202,15 @@ def test_actions_without_sla_have_no_record() -> None:
     assert not SLARegistration.objects.filter(job=job).exists()
 
 
-def test_an_sla_that_does_not_evaluate_does_not_stop_materialization() -> None:
-    """A negative should-end: the action is created with the error on it, and nothing is tracked."""
+def test_an_sla_that_does_not_evaluate_does_not_stop_materialization(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A negative should-end: the action is created with the error on it, and nothing is tracked.
+
+    Submission refuses such a block (validate_sla); materialization must still survive one
+    (a job stored before the check, or a value that only goes wrong for a later action).
+    """
+    import coordinators.services
+
+    monkeypatch.setattr(coordinators.services, "validate_sla", lambda resolved, now: None)
     job = materialized_job(sla="<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time><sla:should-end>${-1 * HOURS}</sla:should-end>")
     action = job.actions.get()
     assert action.sla is not None and "must not be negative" in action.sla["error"]
@@ -219,3 +226,20 @@ def test_the_beat_schedule_runs_the_sla_services() -> None:
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert {"statusservice.sla_checks", "statusservice.sla_notifications"} <= tasks
     assert route_task("statusservice.sla_checks", (), {}, {}) == {"queue": "services"}
+
+
+def test_submission_refuses_an_sla_block_that_does_not_evaluate() -> None:
+    """A negative should-end is the submitter's error: a DefinitionError naming sla:info, and nothing is stored."""
+    from django.contrib.auth.models import User
+    from django.utils import timezone
+
+    from coordinators.definitions import DefinitionError
+    from coordinators.models import CoordinatorJob
+    from coordinators.services import submit_coordinator
+    from tests.coordinators.sla.factories import sla_xml
+
+    start = timezone.now().replace(second=0, microsecond=0)
+    bad = "<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time><sla:should-end>${-1 * HOURS}</sla:should-end>"
+    with pytest.raises(DefinitionError, match="sla:info"):
+        submit_coordinator(sla_xml(start, start + timedelta(hours=1), bad), {}, owner=User.objects.create_user("neg"))
+    assert CoordinatorJob.objects.count() == 0

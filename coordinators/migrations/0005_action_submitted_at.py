@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('coordinators', '0003_recovery_indexes'),
+        ('coordinators', '0004_sla'),
     ]
 
     operations = [
