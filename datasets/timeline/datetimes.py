@@ -59,9 +59,20 @@ def parse_datetime(text: str) -> datetime:
         raise InvalidDatetimeError(f"{text!r} is out of range") from None
 
 
-def format_datetime(value: datetime) -> str:
-    """Format an aware datetime as `YYYY-MM-DDTHH:mmZ` in UTC."""
-    return require_aware(value).astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
+def format_datetime(value: datetime, tz: tzinfo = UTC) -> str:
+    """Format an aware datetime as `YYYY-MM-DDTHH:mmZ` (UTC), or `YYYY-MM-DDTHH:mm+HHMM` in another zone.
+
+    Spec 4.1: with a GMT-offset processing time zone, datetime values are written in
+    that offset (`2009-08-10T13:10+0530`); parse_datetime reads both forms back.
+    """
+    local = require_aware(value).astimezone(tz)
+    offset = local.utcoffset() or timedelta(0)
+    if not offset:
+        return local.strftime("%Y-%m-%dT%H:%MZ")
+    minutes = int(offset // timedelta(minutes=1))
+    sign = "-" if minutes < 0 else "+"
+    hours, rest = divmod(abs(minutes), 60)
+    return local.strftime("%Y-%m-%dT%H:%M") + f"{sign}{hours:02d}{rest:02d}"
 
 
 def resolve_timezone(name: str) -> tzinfo:

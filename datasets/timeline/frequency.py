@@ -30,6 +30,13 @@ CALENDAR_UNITS = frozenset(
 )
 
 
+_EL_NAMES = {
+    TimeUnit.MINUTE: "minutes", TimeUnit.HOUR: "hours", TimeUnit.DAY: "days", TimeUnit.MONTH: "months",
+    TimeUnit.YEAR: "years", TimeUnit.END_OF_DAY: "endOfDays", TimeUnit.END_OF_WEEK: "endOfWeeks",
+    TimeUnit.END_OF_MONTH: "endOfMonths",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Frequency:
     """A positive amount of a time unit (or a cron expression)."""
@@ -49,6 +56,12 @@ class Frequency:
             raise InvalidFrequencyError(f"frequency must be positive, got {self.amount} {self.unit.value.lower()}")
         if self.amount > MAX_AMOUNT:
             raise InvalidFrequencyError(f"frequency {self.amount} is too large")
+
+    def __str__(self) -> str:
+        """The EL spelling: `coord:days(2)`, or the cron expression."""
+        if self.unit is TimeUnit.CRON:
+            return self.cron or ""
+        return f"coord:{_EL_NAMES[self.unit]}({self.amount})"
 
     @classmethod
     def minutes(cls, n: int) -> Frequency:

@@ -105,15 +105,18 @@ def format_time(timestamp: str, pattern: str, tz: tzinfo = UTC) -> str:
 
 
 def date_offset(base: str, instance: int, unit: str, tz: tzinfo = UTC) -> str:
-    """coord:dateOffset: base moved instance units (MINUTE, HOUR, DAY, MONTH, YEAR)."""
-    return format_datetime(shift(parse_datetime(base), int(instance), unit, tz))
+    """coord:dateOffset: base moved instance units (MINUTE, HOUR, DAY, MONTH, YEAR), calendar units in tz.
+
+    tz is the processing time zone: the result is written in it (spec 4.1).
+    """
+    return format_datetime(shift(parse_datetime(base), int(instance), unit, tz), tz)
 
 
 def date_tz_offset(base: str, tz: tzinfo, processing_tz: tzinfo = UTC) -> str:
-    """coord:dateTzOffset: base + (offset of tz - offset of the processing zone) at base."""
+    """coord:dateTzOffset: base + (offset of tz - offset of the processing zone) at base, written in the processing zone."""
     moment = parse_datetime(base)
     delta = (moment.astimezone(tz).utcoffset() or timedelta(0)) - (moment.astimezone(processing_tz).utcoffset() or timedelta(0))
-    return format_datetime(moment + delta)
+    return format_datetime(moment + delta, processing_tz)
 
 
 def epoch_time(timestamp: str, millis: bool | str = False) -> str:

@@ -103,7 +103,10 @@ def iter_nominal_times(
     first = first_nominal_time(start, frequency, tz)
     k = 0
     while limit is None or produced < limit:
-        value = step(first, k, frequency, tz)
+        try:
+            value = step(first, k, frequency, tz)
+        except TimelineError:
+            return  # past year 9999: no datetime is left, so certainly none before end
         if end is not None and value >= end:
             return
         yield value
