@@ -46,6 +46,9 @@ def to_number(value: Any, expression: str) -> int | float:
         raise ELEvaluationError(f"cannot use boolean {to_text(value)} as a number", expression)
     if isinstance(value, int | float):
         return value
+    as_number = getattr(value, "el_number", None)  # domain constants that double as numbers (HOUR = 60)
+    if as_number is not None and (number := as_number()) is not None:
+        return int(number)
     if isinstance(value, str):
         text = value.strip()
         try:
