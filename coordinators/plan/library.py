@@ -7,6 +7,7 @@ Functions read their context from ELContext.extra:
   "dataset"               the ResolvedDataset an <instance> expression is evaluated for
   "role"                  "instance", "start" or "end": how coord:offset lines up with instances
   "data_in", "data_out"   resolved URIs per event name (for coord:dataIn / coord:dataOut)
+  "deferred_in"           data-in names still waiting for storage: coord:dataIn echoes itself for them
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from datasets.timeline import (
     epoch_time,
     format_datetime,
     format_time,
+    frequency_minutes,
     hours_in_day,
     parse_datetime,
     resolve_timezone,
@@ -36,6 +38,9 @@ SUBMISSION_ONWARDS = frozenset({Phase.SUBMISSION, Phase.CREATION, Phase.START})
 CREATION_ONWARDS = frozenset({Phase.CREATION, Phase.START})
 START_ONLY = frozenset({Phase.START})
 STORAGE_FUNCTIONS = frozenset({"coord:latest", "coord:future"})
+FREQUENCY_FUNCTIONS = frozenset(
+    f"coord:{kind}" for kind in ("minutes", "hours", "days", "months", "endOfDays", "endOfWeeks", "endOfMonths")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,21 @@ class InstanceRef:
 
     def __str__(self) -> str:
         return format_datetime(self.time) if self.time is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class StorageQuery:
+    """What coord:latest(n) and coord:future(n, limit) are at action start: a search over available instances.
+
+    The start resolver (coordinators.plan.start) runs it against storage; kind is "latest" or "future".
+    """
+
+    kind: str
+    n: int
+    limit: int = 0
+
+    def __str__(self) -> str:
+        return f"coord:latest({self.n})" if self.kind == "latest" else f"coord:future({self.n}, {self.limit})"
 
 
 class FrequencyValue(Frequency):
@@ -79,6 +99,10 @@ def _frequency(kind: str) -> ELFunction:
             return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
         names = {"endOfDays": "end_of_days", "endOfWeeks": "end_of_weeks", "endOfMonths": "end_of_months"}
         base = getattr(Frequency, names.get(kind, kind))(n)
+        if ctx.phase is not Phase.SUBMISSION and "nominal" in ctx.extra:
+            # In an action (configuration, instance arithmetic) Oozie's functions are numbers:
+            # the minutes of the period starting at the nominal time (spec 4.4 table).
+            return frequency_minutes(base, ctx.extra["nominal"], _in_dataset_tz(ctx, f"coord:{kind}"))
         return FrequencyValue(base.amount, base.unit)
 
     return ELFunction(f"coord:{kind}", build, SUBMISSION_ONWARDS, 1, 1)
@@ -139,8 +163,48 @@ def _uris(ctx: ELContext, key: str, name: Any, function: str) -> str:
     return ",".join(resolved[str(name)])
 
 
-def _storage_needed(ctx: ELContext, *args: Any) -> str:
-    raise ELEvaluationError("coord:latest/coord:future are resolved against storage when the action starts")
+def _latest(ctx: ELContext, n: Any) -> StorageQuery:
+    """coord:latest(n), n <= 0: the (-n)th newest available instance, searched when the action starts."""
+    _extra(ctx, "dataset", "coord:latest")
+    value = _integer(n, "coord:latest")
+    if value > 0:
+        raise ELEvaluationError(f"coord:latest(n) takes n <= 0 (0 is the latest available instance), got {value}")
+    return StorageQuery("latest", value)
+
+
+def _future(ctx: ELContext, n: Any, limit: Any) -> StorageQuery:
+    """coord:future(n, limit), n >= 0, limit > 0: the nth available instance from the nominal one, limit ahead."""
+    _extra(ctx, "dataset", "coord:future")
+    value, most = _integer(n, "coord:future"), _integer(limit, "coord:future")
+    if value < 0:
+        raise ELEvaluationError(f"coord:future(n, limit) takes n >= 0 (0 is the first available instance), got {value}")
+    if most <= 0:
+        raise ELEvaluationError(f"coord:future(n, limit) takes a positive limit, got {most}")
+    return StorageQuery("future", value, most)
+
+
+def _unsupported(name: str, why: str) -> ELFunction:
+    def refuse(ctx: ELContext, *args: Any) -> Any:
+        raise ELEvaluationError(f"{name}() is not supported: {why} (docs/adr/0004-time-semantics.md)")
+
+    return ELFunction(name, refuse, SUBMISSION_ONWARDS, 0, 3)
+
+
+def _processing_tz(ctx: ELContext) -> Any:
+    return ctx.extra.get("processing_tz") or resolve_timezone("UTC")
+
+
+HCATALOG = "HCatalog (hcat://) datasets are out of scope"
+UNSUPPORTED = (
+    *(
+        _unsupported(f"coord:{name}", HCATALOG)
+        for name in (
+            "databaseIn", "databaseOut", "tableIn", "tableOut", "dataInPartitionFilter", "dataInPartitionMin",
+            "dataInPartitionMax", "dataInPartitions", "dataOutPartitions", "dataOutPartitionValue",
+        )
+    ),
+    _unsupported("coord:version", "asynchronous datasets are out of scope (spec 6.4, TBD)"),
+)
 
 
 FUNCTIONS = (
@@ -165,24 +229,35 @@ FUNCTIONS = (
         lambda ctx: tz_offset(_extra(ctx, "nominal", "coord:tzOffset"), _in_dataset_tz(ctx, "coord:tzOffset"), _extra(ctx, "job_tz", "coord:tzOffset")),
         CREATION_ONWARDS, 0, 0,
     ),
-    ELFunction("coord:nominalTime", lambda ctx: format_datetime(_extra(ctx, "nominal", "coord:nominalTime")), CREATION_ONWARDS, 0, 0),
-    ELFunction("coord:actualTime", lambda ctx: format_datetime(_extra(ctx, "actual", "coord:actualTime")), CREATION_ONWARDS, 0, 0),
+    ELFunction(
+        "coord:nominalTime",
+        lambda ctx: format_datetime(_extra(ctx, "nominal", "coord:nominalTime"), _processing_tz(ctx)),
+        CREATION_ONWARDS, 0, 0,
+    ),
+    ELFunction(
+        "coord:actualTime",
+        lambda ctx: format_datetime(_extra(ctx, "actual", "coord:actualTime"), _processing_tz(ctx)),
+        CREATION_ONWARDS, 0, 0,
+    ),
     ELFunction("coord:dataIn", lambda ctx, name: _uris(ctx, "data_in", name, "coord:dataIn"), CREATION_ONWARDS, 1, 1),
     ELFunction("coord:dataOut", lambda ctx, name: _uris(ctx, "data_out", name, "coord:dataOut"), CREATION_ONWARDS, 1, 1),
     ELFunction(
         "coord:dateOffset",
-        lambda ctx, base, n, unit: date_offset(str(base), _integer(n, "coord:dateOffset"), str(unit)),
+        lambda ctx, base, n, unit: date_offset(str(base), _integer(n, "coord:dateOffset"), str(unit), _processing_tz(ctx)),
         SUBMISSION_ONWARDS, 3, 3,
     ),
     ELFunction(
         "coord:dateTzOffset",
-        lambda ctx, base, tz: date_tz_offset(str(base), resolve_timezone(str(tz)), ctx.extra.get("processing_tz") or resolve_timezone("UTC")),
+        lambda ctx, base, tz: date_tz_offset(str(base), resolve_timezone(str(tz)), _processing_tz(ctx)),
         SUBMISSION_ONWARDS, 2, 2,
     ),
-    ELFunction("coord:formatTime", lambda ctx, ts, pattern: format_time(str(ts), str(pattern)), SUBMISSION_ONWARDS, 2, 2),
+    ELFunction(
+        "coord:formatTime", lambda ctx, ts, pattern: format_time(str(ts), str(pattern), _processing_tz(ctx)),
+        SUBMISSION_ONWARDS, 2, 2,
+    ),
     ELFunction("coord:epochTime", lambda ctx, ts, millis: epoch_time(str(ts), millis), SUBMISSION_ONWARDS, 2, 2),
-    ELFunction("coord:latest", _storage_needed, START_ONLY, 1, 1),
-    ELFunction("coord:future", _storage_needed, START_ONLY, 2, 2),
+    ELFunction("coord:latest", _latest, START_ONLY, 1, 1),
+    ELFunction("coord:future", _future, START_ONLY, 2, 2),
 )
 
-REGISTRY = FunctionRegistry().with_functions(*FUNCTIONS)
+REGISTRY = FunctionRegistry().with_functions(*FUNCTIONS, *UNSUPPORTED)

@@ -12,7 +12,6 @@ from coordinators.el import ELError, Phase, evaluate, partially_resolve
 from coordinators.plan.library import STORAGE_FUNCTIONS, InstanceRef
 from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, uses_storage
 from datasets.timeline import (
-    DEFAULT_MAX_INSTANCES,
     TimelineError,
     expand_uri_template,
     format_datetime,
@@ -50,7 +49,8 @@ class ActionPlan:
         }
 
 
-def _instance(value: Any, text: str, event: str, dataset: ResolvedDataset) -> InstanceRef:
+def instance_ref(value: Any, text: str, event: str, dataset: ResolvedDataset) -> InstanceRef:
+    """What an `<instance>`-like expression evaluated to, as a dataset instance (or a clear error)."""
     if isinstance(value, InstanceRef):
         return value
     if isinstance(value, str):  # a literal datetime, as in the spec's example 6.3.1
@@ -62,10 +62,13 @@ def _instance(value: Any, text: str, event: str, dataset: ResolvedDataset) -> In
     raise ELError(f"event {event!r}: {text!r} must resolve to a dataset instance (coord:current, coord:offset)")
 
 
+def instance_uri(coordinator: ResolvedCoordinator, dataset: ResolvedDataset, moment: datetime) -> str:
+    """The URI of one dataset instance; URI constants are in the processing time zone (spec 5.1 "IMPORTANT")."""
+    return expand_uri_template(dataset.uri_template, moment, coordinator.processing_tz)
+
+
 def _uris(coordinator: ResolvedCoordinator, dataset: ResolvedDataset, refs: list[InstanceRef]) -> list[str]:
-    # URI constants are in the processing time zone (UTC by default), spec 5.1 "IMPORTANT".
-    tz = coordinator.processing_tz
-    return [expand_uri_template(dataset.uri_template, ref.time, tz) for ref in refs if ref.time is not None]
+    return [instance_uri(coordinator, dataset, ref.time) for ref in refs if ref.time is not None]
 
 
 def _resolve_input(
@@ -81,15 +84,15 @@ def _resolve_input(
         return coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role=role)
 
     if event.instances:
-        refs = [_instance(evaluate(text, ctx("instance")), text, event.name, dataset) for text in event.instances]
+        refs = [instance_ref(evaluate(text, ctx("instance")), text, event.name, dataset) for text in event.instances]
         if len(refs) > max_instances:
             raise TimelineError(f"event {event.name!r} names more than {max_instances} instances")
         return _uris(coordinator, dataset, refs)
     start_text, end_text = event.start_instance or "", event.end_instance or ""
-    first = _instance(evaluate(start_text, ctx("start")), start_text, event.name, dataset)
-    last = _instance(evaluate(end_text, ctx("end")), end_text, event.name, dataset)
+    first = instance_ref(evaluate(start_text, ctx("start")), start_text, event.name, dataset)
+    last = instance_ref(evaluate(end_text, ctx("end")), end_text, event.name, dataset)
     times = dataset.timeline.between(first.index, last.index, max_instances=max_instances)
-    return [expand_uri_template(dataset.uri_template, t, coordinator.processing_tz) for t in times]
+    return [instance_uri(coordinator, dataset, t) for t in times]
 
 
 def plan_action(
@@ -98,9 +101,14 @@ def plan_action(
     *,
     now: datetime,
     nominal: datetime | None = None,
-    max_instances: int = DEFAULT_MAX_INSTANCES,
+    max_instances: int | None = None,
 ) -> ActionPlan:
-    """The plan of action `number` (1-based). `now` is the creation time (coord:actualTime)."""
+    """The plan of action `number` (1-based). `now` is the creation time (coord:actualTime).
+
+    max_instances defaults to the coordinator's (resolve_coordinator's max_instances).
+    """
+    if max_instances is None:
+        max_instances = coordinator.max_instances
     if nominal is None:
         nominal = nominal_time(coordinator.start, number - 1, coordinator.frequency, coordinator.tz)
     app = coordinator.app
@@ -119,7 +127,7 @@ def plan_action(
         for out in app.output_events:
             dataset = coordinator.datasets[out.dataset]
             ctx = coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role="instance")
-            ref = _instance(evaluate(out.instance, ctx), out.instance, out.name, dataset)
+            ref = instance_ref(evaluate(out.instance, ctx), out.instance, out.name, dataset)
             data_out[out.name] = _uris(coordinator, dataset, [ref])
         ctx = coordinator.context(
             Phase.CREATION, nominal=nominal, actual=now, data_in=data_in, data_out=data_out, deferred_in=tuple(deferred)
@@ -136,7 +144,7 @@ def plan_action(
 
 
 def iter_action_plans(
-    coordinator: ResolvedCoordinator, *, now: datetime, max_actions: int, max_instances: int = DEFAULT_MAX_INSTANCES
+    coordinator: ResolvedCoordinator, *, now: datetime, max_actions: int, max_instances: int | None = None
 ) -> Iterator[ActionPlan]:
     """Plans of every action from start to end (exclusive), at most max_actions."""
     times = iter_nominal_times(coordinator.start, coordinator.end, coordinator.frequency, coordinator.tz, limit=max_actions)

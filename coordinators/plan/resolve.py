@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Any
 
-from coordinators.definitions import CoordinatorApp, DefinitionError, merge_parameters
+from coordinators.definitions import CoordinatorApp, DataIn, DefinitionError, merge_parameters
 from coordinators.el import (
     ELContext,
     ELError,
@@ -15,23 +15,32 @@ from coordinators.el import (
     calls_in,
     default_variables,
     evaluate,
+    evaluate_node,
     evaluate_to_string,
     parse_template,
     partially_resolve,
     unresolved_variables,
 )
+from coordinators.el.nodes import Call, walk
 from coordinators.el.template import Expression
-from coordinators.plan.library import REGISTRY
+from coordinators.plan.library import FREQUENCY_FUNCTIONS, REGISTRY, STORAGE_FUNCTIONS
 from datasets.timeline import (
+    DEFAULT_MAX_INSTANCES,
     DatasetTimeline,
     Frequency,
     TimelineError,
+    TimeUnit,
+    frequency_minutes,
     parse_datetime,
     parse_frequency,
     resolve_timezone,
 )
 
 TIME_VARIABLES = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE"})
+INSTANCE_FUNCTIONS = frozenset(
+    f"coord:{name}"
+    for name in ("current", "offset", "latest", "future", "absolute", "endOfDays", "endOfWeeks", "endOfMonths")
+)
 EXECUTION_ORDERS = ("FIFO", "LIFO", "LAST_ONLY", "NONE")
 DEFAULTS = {"timeout": -1, "concurrency": 1, "execution": "FIFO", "throttle": 12}
 
@@ -67,6 +76,8 @@ class ResolvedCoordinator:
     app_path: str
     configuration: tuple[tuple[str, str], ...]
     processing_tz: tzinfo
+    #: The most instances one data-in may resolve to (or, for coord:latest, search); a runtime setting.
+    max_instances: int = DEFAULT_MAX_INSTANCES
 
     def context(self, phase: Phase, **extra: Any) -> ELContext:
         """An EL context for later phases, with the job's variables."""
@@ -81,6 +92,14 @@ def _fail(app: CoordinatorApp, element: str, message: str) -> DefinitionError:
 def _later_phase(name: str) -> bool:
     function = REGISTRY.get(name)
     return function is not None and Phase.SUBMISSION not in function.phases
+
+
+def _in_action(name: str) -> bool:
+    """What app-path and configuration leave for action creation: later-phase calls and frequencies.
+
+    Frequencies in an action are minutes at the nominal time (spec 4.4), unknown at submission.
+    """
+    return _later_phase(name) or name in FREQUENCY_FUNCTIONS
 
 
 def _frequency(value: Any, app: CoordinatorApp, element: str) -> Frequency:
@@ -98,6 +117,10 @@ def _control(app: CoordinatorApp, ctx: ELContext, name: str) -> Any:
     if raw is None or raw == "":
         return DEFAULTS[name]
     value = evaluate(raw, ctx)
+    if isinstance(value, Frequency) and value.unit is not TimeUnit.CRON:
+        # A time period such as <timeout>${coord:hours(2)}</timeout> (spec 4.4): its minutes at the start.
+        start = parse_datetime(evaluate_to_string(app.start, ctx))
+        value = frequency_minutes(value, start, resolve_timezone(evaluate_to_string(app.timezone, ctx)))
     if name == "execution":
         text = str(value).strip().upper()
         if text not in EXECUTION_ORDERS:
@@ -126,8 +149,12 @@ def resolve_coordinator(
     *,
     user: str,
     processing_timezone: str = "UTC",
+    max_instances: int = DEFAULT_MAX_INSTANCES,
 ) -> ResolvedCoordinator:
-    """Apply parameters and job properties to a definition; every unresolved variable is an error naming it."""
+    """Apply parameters and job properties to a definition; every unresolved variable is an error naming it.
+
+    max_instances caps how many instances one data-in may resolve to (COORD_MAX_INSTANCES_PER_INPUT).
+    """
     merged = merge_parameters(app, dict(properties))
     variables: dict[str, Any] = {**default_variables(), **merged}
     processing_tz = resolve_timezone(processing_timezone)
@@ -177,14 +204,15 @@ def resolve_coordinator(
                     _check_variables(text, variables, app, element)
                     if not any(isinstance(s, Expression) for s in parse_template(text)):
                         parse_datetime(text.strip())  # a literal instance must at least be a datetime
+        _check_storage_functions(app, ctx)
         element = "app-path"
         _check_variables(app.action.app_path, variables, app, element)
-        app_path = partially_resolve(app.action.app_path, ctx, defer=_later_phase)
+        app_path = partially_resolve(app.action.app_path, ctx, defer=_in_action)
         configuration = []
         for name, value in app.action.configuration:
             element = f"property {name}"
             _check_variables(value, variables, app, element)
-            configuration.append((name, partially_resolve(value, ctx, defer=_later_phase)))
+            configuration.append((name, partially_resolve(value, ctx, defer=_in_action)))
     except DefinitionError:
         raise
     except (ELError, TimelineError) as exc:
@@ -194,15 +222,80 @@ def resolve_coordinator(
         timeout=controls["timeout"], concurrency=controls["concurrency"], execution=controls["execution"],
         throttle=controls["throttle"], datasets=datasets, variables=variables, user=user,
         app_path=app_path, configuration=tuple(configuration), processing_tz=processing_tz,
+        max_instances=max_instances,
     )
 
 
 def uses_storage(text: str | None) -> bool:
     """Whether an expression needs storage (coord:latest / coord:future)."""
+    return bool(instance_kinds(text) & STORAGE_FUNCTIONS)
+
+
+def instance_kinds(text: str | None) -> frozenset[str]:
+    """The instance functions an expression calls (coord:current, coord:latest, ...)."""
     if not text:
-        return False
-    return any(
-        name in ("coord:latest", "coord:future")
-        for segment in parse_template(text) if isinstance(segment, Expression)
-        for name in calls_in(segment.node)
+        return frozenset()
+    return frozenset(
+        name for segment in parse_template(text) if isinstance(segment, Expression) for name in calls_in(segment.node)
     )
+
+
+def _literal_arguments(text: str | None, ctx: ELContext) -> list[tuple[str, tuple[Any, ...]]]:
+    """coord:latest/coord:future calls whose arguments are known at submission, with their values."""
+    found: list[tuple[str, tuple[Any, ...]]] = []
+    for segment in parse_template(text or ""):
+        if not isinstance(segment, Expression):
+            continue
+        for node in walk(segment.node):
+            if isinstance(node, Call) and node.name in STORAGE_FUNCTIONS:
+                try:
+                    found.append((node.name, tuple(evaluate_node(arg, ctx, segment.source) for arg in node.args)))
+                except ELError:
+                    continue  # depends on the action (coord:hoursInDay ...): checked at start
+    return found
+
+
+def _check_storage_arguments(app: CoordinatorApp, event: DataIn, ctx: ELContext) -> None:
+    """latest(n) needs n <= 0, future(n, limit) n >= 0 and limit > 0, a range start <= end: refused now if literal."""
+    ranks: list[int] = []
+    for text in (*event.instances, event.start_instance, event.end_instance):
+        for name, args in _literal_arguments(text, ctx):
+            values = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+            if len(values) != len(args):
+                raise _fail(app, f"event {event.name}", f"{name}() takes integers, got {args!r}")
+            if name == "coord:latest" and values[0] > 0:
+                raise _fail(app, f"event {event.name}", f"coord:latest(n) takes n <= 0 (0 is the latest), got {values[0]}")
+            if name == "coord:future" and (values[0] < 0 or values[1] <= 0):
+                raise _fail(app, f"event {event.name}", f"coord:future(n, limit) takes n >= 0 and limit > 0, got {values}")
+            if text in (event.start_instance, event.end_instance):
+                ranks.append(values[0])
+    if event.is_range and len(ranks) == 2 and ranks[0] > ranks[1]:
+        raise _fail(app, f"event {event.name}", f"start-instance ({ranks[0]}) is after end-instance ({ranks[1]})")
+
+
+def _check_storage_functions(app: CoordinatorApp, ctx: ELContext) -> None:
+    """coord:latest/coord:future only in data-in instances, and a range never mixes them with other functions.
+
+    Oozie refuses a range whose start and end are of different kinds (E1010: "start-instance
+    and end-instance both should be either latest or current or future"), and resolves
+    latest/future only for input events, at action start.
+    """
+    for event in app.input_events:
+        _check_storage_arguments(app, event, ctx)
+        if not event.is_range:
+            continue
+        start = instance_kinds(event.start_instance) & INSTANCE_FUNCTIONS
+        end = instance_kinds(event.end_instance) & INSTANCE_FUNCTIONS
+        if (start | end) & STORAGE_FUNCTIONS and not (start == end and len(start) == 1):
+            raise _fail(
+                app, f"event {event.name}",
+                "start-instance and end-instance must both be coord:latest or both coord:future "
+                f"(got {event.start_instance!r} and {event.end_instance!r})",
+            )
+    for out in app.output_events:
+        if uses_storage(out.instance):
+            raise _fail(app, f"event {out.name}", "coord:latest/coord:future resolve input events only, not a data-out")
+    texts = [("app-path", app.action.app_path), *((f"property {name}", value) for name, value in app.action.configuration)]
+    for element, text in texts:
+        if uses_storage(text):
+            raise _fail(app, element, "coord:latest/coord:future belong in a data-in instance; use coord:dataIn('name') here")

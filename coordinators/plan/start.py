@@ -1,0 +1,238 @@
+"""Action start (phase 3): coord:latest and coord:future resolved against available instances.
+
+Pure: storage is reached only through the `is_available(uri, done_flag)` callback the runtime
+passes (it checks storage and remembers positive answers); no clock, no Django.
+
+Semantics (spec 6.6.6 / 6.6.7, newer reference 6.6.6 / 6.6.7, Oozie's CoordELFunctions):
+
+- coord:latest(n), n <= 0: walking back one instance at a time from the dataset instance at
+  or before the action's actual (creation) time, never before the initial instance, the
+  (-n)th available instance (0 = the newest available). Gaps are skipped. Oozie's
+  `oozie.service.ELService.latest-el.use-current-time` (default false) searches from the
+  time of the check instead: pass it as `current_time`.
+- coord:future(n, limit), n >= 0, limit > 0: walking forward from the instance at or before
+  the action's nominal time (current(0)), checking it and at most `limit` instances after
+  it, the nth available one (0 = the first available). Instances before the initial one
+  are skipped.
+- A range (start-instance/end-instance) of coord:latest(a)..coord:latest(b), a <= b <= 0,
+  is every available instance ranked a to b; of coord:future(a, x)..coord:future(b, limit),
+  a <= b, every available one ranked a to b within the end's limit. Ranges list oldest
+  first, like every other range. A range never mixes kinds (refused at submission).
+- `<instance>` lists may mix coord:current/offset/... with latest/future: each instance
+  resolves on its own, in the order written.
+
+A data-in whose search does not find enough available instances is `unresolved`: the action
+keeps waiting and the runtime asks again later (new instances may appear).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from coordinators.definitions import DataIn, DefinitionError
+from coordinators.el import ELError, Phase, evaluate, partially_resolve
+from coordinators.plan.library import STORAGE_FUNCTIONS, InstanceRef, StorageQuery
+from coordinators.plan.materialize import ActionPlan, instance_ref, instance_uri
+from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, uses_storage
+from datasets.timeline import TimelineError, TooManyInstancesError, format_datetime
+
+Availability = Callable[[str, str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class StartResolution:
+    """An action's inputs and workflow configuration at start, with coord:latest/coord:future resolved.
+
+    `unresolved` names the data-ins that do not have enough available instances yet: they keep
+    their expressions in `data_in`, `${coord:dataIn('name')}` stays in `configuration` and
+    `app_path`, and the action keeps waiting. Empty `unresolved` means the action may start.
+    """
+
+    data_in: dict[str, list[str]]
+    app_path: str
+    configuration: dict[str, str]
+    unresolved: tuple[str, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        """True when every input is resolved to concrete URIs."""
+        return not self.unresolved
+
+
+class _Checker:
+    """is_available with answers remembered for one resolution (a URI is asked about once)."""
+
+    def __init__(self, is_available: Availability) -> None:
+        self.is_available = is_available
+        self.answers: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, uri: str, done_flag: str) -> bool:
+        key = (uri, done_flag)
+        if key not in self.answers:
+            self.answers[key] = bool(self.is_available(uri, done_flag))
+        return self.answers[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """What one data-in needs: the coordinator, its dataset, the action's times and the storage check."""
+
+    coordinator: ResolvedCoordinator
+    dataset: ResolvedDataset
+    nominal: datetime
+    actual: datetime
+    latest_from: datetime
+    check: _Checker
+    max_instances: int
+
+    def evaluate(self, text: str, role: str, event: str) -> InstanceRef | StorageQuery:
+        ctx = self.coordinator.context(
+            Phase.START, dataset=self.dataset, nominal=self.nominal, actual=self.actual, role=role
+        )
+        value = evaluate(text, ctx)
+        return value if isinstance(value, StorageQuery) else instance_ref(value, text, event, self.dataset)
+
+    def available(self, index: int) -> str | None:
+        """The URI of instance `index` when it is available, else None."""
+        uri = instance_uri(self.coordinator, self.dataset, self.dataset.timeline.instance(index))
+        return uri if self.check(uri, self.dataset.done_flag) else None
+
+    def latest(self, first: int, last: int) -> list[str] | None:
+        """Available instances ranked first..last (0 newest, then -1 ...), oldest first; None if too few yet."""
+        timeline = self.dataset.timeline
+        index = timeline.index_at_or_before(self.latest_from)
+        lowest = max(0, index - self.max_instances + 1)  # never before the initial instance, never unbounded
+        found: list[str] = []
+        rank = 0
+        while index >= lowest:
+            uri = self.available(index)
+            if uri is not None:
+                if first <= rank <= last:
+                    found.append(uri)
+                if rank == first:
+                    return found[::-1]
+                rank -= 1
+            index -= 1
+        return None
+
+    def future(self, first: int, last: int, limit: int) -> list[str] | None:
+        """Available instances ranked first..last (0 = first available from current(0)), within limit; None if too few."""
+        if limit + 1 > self.max_instances:
+            raise TooManyInstancesError(
+                f"coord:future looks {limit} instances ahead; at most {self.max_instances - 1} are allowed"
+            )
+        start = self.dataset.timeline.index_at_or_before(self.nominal)
+        found: list[str] = []
+        rank = 0
+        for index in range(max(start, 0), start + limit + 1):
+            uri = self.available(index)
+            if uri is None:
+                continue
+            if first <= rank <= last:
+                found.append(uri)
+            if rank == last:
+                return found
+            rank += 1
+        return None
+
+    def run(self, query: StorageQuery, first: int | None = None) -> list[str] | None:
+        """Resolve one query (or the range first..query for a range's end)."""
+        low = query.n if first is None else first
+        if query.n - low + 1 > self.max_instances:
+            raise TooManyInstancesError(
+                f"the range resolves to {query.n - low + 1} instances; at most {self.max_instances} are allowed"
+            )
+        if query.kind == "latest":
+            return self.latest(low, query.n)
+        return self.future(low, query.n, query.limit)
+
+
+def _resolve_input(search: _Search, event: DataIn) -> list[str] | None:
+    """URIs of one data-in at action start, or None when storage does not have enough instances yet."""
+    if event.is_range:
+        start_text, end_text = event.start_instance or "", event.end_instance or ""
+        start = search.evaluate(start_text, "start", event.name)
+        end = search.evaluate(end_text, "end", event.name)
+        if not isinstance(start, StorageQuery) or not isinstance(end, StorageQuery) or start.kind != end.kind:
+            raise ELError(f"event {event.name!r}: start-instance and end-instance must both be coord:latest or coord:future")
+        if start.n > end.n:
+            raise ELError(f"event {event.name!r}: start-instance {start} is after end-instance {end}")
+        return search.run(end, first=start.n)
+    uris: list[str] = []
+    for text in event.instances:
+        value = search.evaluate(text, "instance", event.name)
+        if isinstance(value, StorageQuery):
+            found = search.run(value)
+            if found is None:
+                return None
+            uris.extend(found)
+        elif value.time is not None:  # before the initial instance: dropped (6.6.10)
+            uris.append(instance_uri(search.coordinator, search.dataset, value.time))
+    return uris
+
+
+def deferred_inputs(coordinator: ResolvedCoordinator, plan: ActionPlan) -> tuple[str, ...]:
+    """Names of the plan's data-ins waiting for storage (kept as expressions at creation)."""
+    return tuple(
+        event.name for event in coordinator.app.input_events
+        if event.name in plan.deferred
+        or any(uses_storage(text) for text in (*event.instances, event.start_instance, event.end_instance))
+    )
+
+
+def resolve_at_start(
+    coordinator: ResolvedCoordinator,
+    plan: ActionPlan,
+    *,
+    actual_time: datetime,
+    is_available: Availability,
+    max_instances: int | None = None,
+    current_time: datetime | None = None,
+) -> StartResolution:
+    """Resolve an action's coord:latest/coord:future inputs, then its app path and configuration.
+
+    actual_time is the action's creation time (coord:actualTime(), the one plan_action got
+    as `now`); coord:latest searches back from it, or from current_time when given (Oozie's
+    latest-el.use-current-time). is_available(uri, done_flag) answers from storage; it is
+    asked about each URI at most once per call. max_instances (default: the coordinator's)
+    bounds how many instances one data-in may resolve to and how far a search may go.
+    A definition error found only now (coord:latest(1), a reversed range) raises
+    DefinitionError naming the action.
+    """
+    deferred = deferred_inputs(coordinator, plan)
+    if not deferred:
+        return StartResolution(dict(plan.data_in), plan.app_path, dict(plan.configuration))
+    limit = coordinator.max_instances if max_instances is None else max_instances
+    check = _Checker(is_available)
+    nominal = plan.nominal_time
+    data_in = dict(plan.data_in)
+    unresolved: list[str] = []
+    try:
+        for event in coordinator.app.input_events:
+            if event.name not in deferred:
+                continue
+            dataset = coordinator.datasets[event.dataset]
+            search = _Search(coordinator, dataset, nominal, actual_time, current_time or actual_time, check, limit)
+            uris = _resolve_input(search, event)
+            if uris is None:
+                unresolved.append(event.name)
+                data_in[event.name] = [t for t in (*event.instances, event.start_instance, event.end_instance) if t]
+            else:
+                data_in[event.name] = uris
+        ctx = coordinator.context(
+            Phase.START, nominal=nominal, actual=actual_time, data_in=data_in, data_out=plan.data_out,
+            deferred_in=tuple(unresolved),
+        )
+
+        def defer(name: str) -> bool:
+            return name in STORAGE_FUNCTIONS
+
+        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer)
+        configuration = {name: partially_resolve(value, ctx, defer=defer) for name, value in coordinator.configuration}
+    except (ELError, TimelineError) as exc:
+        raise DefinitionError(
+            f"action {plan.number} ({format_datetime(nominal)}) at start: {exc}", source=coordinator.app.source
+        ) from None
+    return StartResolution(data_in, app_path, configuration, tuple(unresolved))
