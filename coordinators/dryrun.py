@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from coordinators.definitions import DefinitionError, load_configuration, parse_coordinator
+from coordinators.definitions import DefinitionError, Loader, load_configuration, parse_coordinator
+from coordinators.el import ELError
 from coordinators.plan import iter_action_plans, resolve_coordinator
+from datasets.timeline import DEFAULT_MAX_INSTANCES, TimelineError
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576
@@ -41,18 +43,36 @@ def locate_application(properties_file: Path, app_path: str) -> Path:
     return path
 
 
-def dryrun(config: Path, *, now: datetime, max_actions: int, processing_timezone: str = "UTC") -> dict[str, Any]:
-    """Plans of up to max_actions actions, in the dry-run JSON shape."""
-    properties = load_configuration(_read(config, "configuration"), str(config))
-    app_path = properties.get(APP_PATH_PROPERTY)
-    if not app_path:
-        raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source=str(config))
-    xml_path = locate_application(config, app_path)
-    app = parse_coordinator(_read(xml_path, "coordinator application"), str(xml_path), app_dir=str(xml_path.parent))
-    user = properties.get("user.name") or getpass.getuser()
-    resolved = resolve_coordinator(app, properties, user=user, processing_timezone=processing_timezone)
-    plans = iter_action_plans(resolved, now=now, max_actions=max_actions)
-    return {"actions": [plan.as_json() for plan in plans]}
+def dryrun(
+    config: Path,
+    *,
+    now: datetime,
+    max_actions: int,
+    processing_timezone: str = "UTC",
+    max_instances: int = DEFAULT_MAX_INSTANCES,
+    loader: Loader | None = None,
+) -> dict[str, Any]:
+    """Plans of up to max_actions actions (start to end, end exclusive), in the dry-run JSON shape.
+
+    Every refusal, whatever layer finds it, is a DefinitionError: the command prints one line.
+    """
+    try:
+        properties = load_configuration(_read(config, "configuration"), str(config))
+        app_path = properties.get(APP_PATH_PROPERTY)
+        if not app_path:
+            raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source=str(config))
+        xml_path = locate_application(config, app_path)
+        app = parse_coordinator(
+            _read(xml_path, "coordinator application"), str(xml_path), app_dir=str(xml_path.parent), loader=loader
+        )
+        user = properties.get("user.name") or getpass.getuser()
+        resolved = resolve_coordinator(
+            app, properties, user=user, processing_timezone=processing_timezone, max_instances=max_instances
+        )
+        plans = iter_action_plans(resolved, now=now, max_actions=max_actions)
+        return {"actions": [plan.as_json() for plan in plans]}
+    except (ELError, TimelineError) as exc:  # a backstop: the layers above already name their element
+        raise DefinitionError(str(exc), source=str(config)) from None
 
 
 def as_text(result: dict[str, Any]) -> str:

@@ -9,8 +9,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from coordinators.definitions import DefinitionError
+from coordinators.definitions import DefinitionError, fsspec_loader
 from coordinators.dryrun import as_text, dryrun, dumps
+from datasets.timeline import DEFAULT_MAX_INSTANCES
 
 
 class Command(BaseCommand):
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         run = sub.add_parser("dryrun", help="materialize every action from start to end without side effects")
         run.add_argument("--config", required=True, help="job .properties (or Hadoop XML) file")
         run.add_argument("--format", choices=("json", "text"), default="json")
-        run.add_argument("--max-actions", type=int, default=1000)
+        run.add_argument("--max-actions", type=int, default=1000, help="at most this many actions (default 1000)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Run the subcommand; a rejected definition is one line on stderr and exit code 1."""
@@ -36,6 +37,8 @@ class Command(BaseCommand):
                 now=timezone.now(),
                 max_actions=options["max_actions"],
                 processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
+                max_instances=getattr(settings, "COORD_MAX_INSTANCES_PER_INPUT", DEFAULT_MAX_INSTANCES),
+                loader=fsspec_loader(allowed_protocols=getattr(settings, "COORD_INCLUDE_PROTOCOLS", None)),
             )
         except DefinitionError as exc:
             raise CommandError(" ".join(str(exc).split())) from None
