@@ -221,3 +221,25 @@ def test_random_text_is_a_result_or_a_timeline_error(text: str) -> None:
 def test_format_parse_roundtrip(moment: datetime) -> None:
     """format_datetime and parse_datetime are inverse at minute precision."""
     assert parse_datetime(format_datetime(moment)) == moment
+
+
+@pytest.mark.parametrize(
+    ("zone", "text"),
+    [
+        pytest.param("UTC", "2009-08-10T07:40Z", id="utc"),
+        pytest.param("GMT+05:30", "2009-08-10T13:10+0530", id="india-spec-4.1-example"),
+        pytest.param("GMT-0800", "2009-08-09T23:40-0800", id="negative-offset"),
+    ],
+)
+def test_datetimes_are_written_in_the_processing_zone(zone: str, text: str) -> None:
+    """4.1: with a GMT-offset processing zone datetimes read `YYYY-MM-DDTHH:mm+HHMM`; they parse back to the instant."""
+    moment = P("2009-08-10T13:10+0530")
+    assert format_datetime(moment, resolve_timezone(zone)) == text
+    assert P(text) == moment
+
+
+def test_iteration_ends_quietly_at_the_end_of_the_calendar() -> None:
+    """Nominal times past year 9999 do not exist: iteration stops instead of failing (all are after any end)."""
+    times = list(iter_nominal_times(P("9999-10-01T00:00Z"), P("9999-12-31T00:00Z"), Frequency.months(1), UTC))
+    assert [format_datetime(t) for t in times] == ["9999-10-01T00:00Z", "9999-11-01T00:00Z", "9999-12-01T00:00Z"]
+    assert len(list(iter_nominal_times(P("9999-12-01T00:00Z"), None, Frequency.months(1), UTC))) == 1

@@ -47,45 +47,52 @@ def test_datetime_representation(text: str, expected: str) -> None:
 
 # 4.4.1.1 coord:days(n): minutes of n whole local days starting with the nominal time's day.
 @pytest.mark.parametrize(
-    ("start", "tz", "n", "minutes"),
+    ("start", "tz", "n", "minutes", "first"),
     [
-        pytest.param("2009-01-01T08:00Z", UTC_, 1, 1440, id="utc-jan01"),
-        pytest.param("2009-01-01T08:00Z", LA, 1, 1440, id="la-jan01"),
-        pytest.param("2009-01-01T08:00Z", LA, 2, 2880, id="la-jan01-two-days"),
-        pytest.param("2009-03-08T08:00Z", UTC_, 1, 1440, id="utc-mar08"),
-        pytest.param("2009-03-08T08:00Z", LONDON, 1, 1440, id="london-mar08"),
-        pytest.param("2009-03-08T08:00Z", LA, 1, 1380, id="la-dst-switch-day"),
-        pytest.param("2009-03-08T08:00Z", UTC_, 2, 2880, id="utc-two-days"),
-        pytest.param("2009-03-08T08:00Z", LA, 2, 2820, id="la-two-days-over-switch"),
-        pytest.param("2009-03-09T08:00Z", LA, 1, 1440, id="la-day-after-switch"),
+        pytest.param("2009-01-01T08:00Z", UTC_, 1, 1440, "2009-01-01T08:00Z", id="utc-jan01"),
+        pytest.param("2009-01-01T08:00Z", LA, 1, 1440, "2009-01-01T08:00Z", id="la-jan01"),
+        pytest.param("2009-01-01T08:00Z", LA, 2, 2880, "2009-01-01T08:00Z", id="la-jan01-two-days"),
+        pytest.param("2009-03-08T08:00Z", UTC_, 1, 1440, "2009-03-08T08:00Z", id="utc-mar08"),
+        pytest.param("2009-03-08T08:00Z", LONDON, 1, 1440, "2009-03-08T08:00Z", id="london-mar08"),
+        pytest.param("2009-03-08T08:00Z", LA, 1, 1380, "2009-03-08T08:00Z", id="la-dst-switch-day"),
+        pytest.param("2009-03-08T08:00Z", UTC_, 2, 2880, "2009-03-08T08:00Z", id="utc-two-days"),
+        pytest.param("2009-03-08T08:00Z", LA, 2, 2820, "2009-03-08T08:00Z", id="la-two-days-over-switch"),
+        # The table prints 2009-03-09T07:00Z as first occurrence, then says "for all these examples
+        # the first occurrence will be at 08:00Z"; days(n) does not move the start (ADR 0004).
+        pytest.param("2009-03-09T08:00Z", LA, 1, 1440, "2009-03-09T08:00Z", id="la-day-after-switch-adr-first-is-start"),
     ],
 )
-def test_days_frequency_minutes(start: str, tz: str, n: int, minutes: int) -> None:
-    """4.4.1.1: coord:days(n) counts every minute of n local days, so DST days are 23 or 25 hours."""
+def test_days_frequency_minutes(start: str, tz: str, n: int, minutes: int, first: str) -> None:
+    """4.4.1.1: coord:days(n) counts every minute of n local days (23 or 25 hours on DST days); the start is the first occurrence."""
     zone = resolve_timezone(tz)
     assert frequency_minutes(Frequency.days(n), P(start), zone) == minutes
-    assert fmt(first_nominal_time(P(start), Frequency.days(n), zone)) == start  # no shift
+    assert fmt(first_nominal_time(P(start), Frequency.days(n), zone)) == first
 
 
 # 4.4.1.2 coord:endOfDays(n): first occurrence moved to the end of its local day.
 @pytest.mark.parametrize(
-    ("start", "tz", "first"),
+    ("start", "tz", "minutes", "first"),
     [
-        pytest.param("2009-01-01T08:00Z", UTC_, "2009-01-02T00:00Z", id="utc"),
-        pytest.param("2009-01-01T08:00Z", LA, "2009-01-02T08:00Z", id="la-at-local-midnight"),
-        pytest.param("2009-01-01T08:01Z", LA, "2009-01-02T08:00Z", id="la-just-after-midnight"),
-        pytest.param("2009-01-01T18:00Z", LA, "2009-01-02T08:00Z", id="la-mid-day"),
-        pytest.param("2009-03-07T09:00Z", LA, "2009-03-08T08:00Z", id="la-before-switch"),
-        pytest.param("2009-03-08T07:00Z", LA, "2009-03-08T08:00Z", id="la-late-evening"),
-        pytest.param("2009-03-09T07:00Z", LA, "2009-03-10T07:00Z", id="la-after-switch"),
+        pytest.param("2009-01-01T08:00Z", UTC_, 1440, "2009-01-02T00:00Z", id="utc"),
+        pytest.param("2009-01-01T08:00Z", LA, 1440, "2009-01-02T08:00Z", id="la-at-local-midnight"),
+        pytest.param("2009-01-01T08:01Z", LA, 1440, "2009-01-02T08:00Z", id="la-just-after-midnight"),
+        pytest.param("2009-01-01T18:00Z", LA, 1440, "2009-01-02T08:00Z", id="la-mid-day"),
+        pytest.param("2009-03-07T09:00Z", LA, 1380, "2009-03-08T08:00Z", id="la-before-switch"),
+        # Same first occurrence as the row above, yet the table prints 1440: the value is the minutes
+        # of the day that starts at the first occurrence, the 23-hour 2009-03-08 (ADR 0004).
+        pytest.param("2009-03-08T07:00Z", LA, 1380, "2009-03-08T08:00Z", id="la-late-evening-adr-1380-not-1440"),
+        pytest.param("2009-03-09T07:00Z", LA, 1440, "2009-03-10T07:00Z", id="la-after-switch"),
     ],
 )
-def test_end_of_days_first_occurrence(start: str, tz: str, first: str) -> None:
-    """4.4.1.2: the first occurrence is the start of the local day after the start's day."""
-    assert fmt(first_nominal_time(P(start), Frequency.end_of_days(1), resolve_timezone(tz))) == first
+def test_end_of_days_first_occurrence(start: str, tz: str, minutes: int, first: str) -> None:
+    """4.4.1.2: the first occurrence is the start of the local day after the start's day; the value is that day's minutes."""
+    zone = resolve_timezone(tz)
+    occurrence = first_nominal_time(P(start), Frequency.end_of_days(1), zone)
+    assert fmt(occurrence) == first
+    assert frequency_minutes(Frequency.end_of_days(1), occurrence, zone) == minutes
 
 
-# 4.4.2.1 coord:months(n).
+# 4.4.2.1 coord:months(n); the first occurrence is the start for every row.
 @pytest.mark.parametrize(
     ("start", "tz", "n", "minutes"),
     [
@@ -100,8 +107,10 @@ def test_end_of_days_first_occurrence(start: str, tz: str, first: str) -> None:
     ],
 )
 def test_months_frequency_minutes(start: str, tz: str, n: int, minutes: int) -> None:
-    """4.4.2.1: coord:months(n) counts the minutes of n whole local months, DST included."""
-    assert frequency_minutes(Frequency.months(n), P(start), resolve_timezone(tz)) == minutes
+    """4.4.2.1: coord:months(n) counts the minutes of n whole local months, DST included; the start is the first occurrence."""
+    zone = resolve_timezone(tz)
+    assert frequency_minutes(Frequency.months(n), P(start), zone) == minutes
+    assert first_nominal_time(P(start), Frequency.months(n), zone) == P(start)
 
 
 # 4.4.2.2 coord:endOfMonths(n): value is the first occurrence's month.
@@ -148,12 +157,17 @@ def test_current(n: int, logs: str, weekly: str) -> None:
     ("n", "unit", "logs", "weekly"),
     [
         pytest.param(0, "MINUTE", "2009-05-29T24:00Z", "2009-05-27T24:00Z", id="zero-minute"),
+        pytest.param(0, "HOUR", "2009-05-29T24:00Z", "2009-05-27T24:00Z", id="zero-hour"),
+        pytest.param(0, "DAY", "2009-05-29T24:00Z", "2009-05-27T24:00Z", id="zero-day"),
+        pytest.param(0, "MONTH", "2009-05-29T24:00Z", "2009-05-27T24:00Z", id="zero-month"),
         pytest.param(0, "YEAR", "2009-05-29T24:00Z", "2009-05-27T24:00Z", id="zero-year"),
         pytest.param(1440, "MINUTE", "2009-05-30T24:00Z", "2009-05-27T24:00Z", id="plus-1440-minutes"),
         pytest.param(24, "HOUR", "2009-05-30T24:00Z", "2009-05-27T24:00Z", id="plus-24-hours"),
         pytest.param(1, "DAY", "2009-05-30T24:00Z", "2009-05-27T24:00Z", id="plus-1-day-rewound"),
         pytest.param(-1440, "MINUTE", "2009-05-28T24:00Z", "2009-05-20T24:00Z", id="minus-1440-minutes"),
+        pytest.param(-24, "HOUR", "2009-05-28T24:00Z", "2009-05-20T24:00Z", id="minus-24-hours"),
         pytest.param(-1, "DAY", "2009-05-28T24:00Z", "2009-05-20T24:00Z", id="minus-1-day"),
+        pytest.param(-4320, "MINUTE", "2009-05-26T24:00Z", "2009-05-20T24:00Z", id="minus-4320-minutes"),
         pytest.param(-72, "HOUR", "2009-05-26T24:00Z", "2009-05-20T24:00Z", id="minus-72-hours"),
         pytest.param(-3, "DAY", "2009-05-26T24:00Z", "2009-05-20T24:00Z", id="minus-3-days"),
         pytest.param(11520, "MINUTE", "2009-06-06T24:00Z", "2009-06-03T24:00Z", id="plus-8-days-minutes"),
@@ -163,7 +177,7 @@ def test_current(n: int, logs: str, weekly: str) -> None:
     ],
 )
 def test_offset(n: int, unit: str, logs: str, weekly: str) -> None:
-    """6.6.2 (newer reference table): coord:offset(n, unit) rewinds to the latest instance."""
+    """6.6.2 table (both editions): coord:offset(n, unit) moves current(0) by n units, then rewinds to an instance."""
     nominal = P("2009-05-29T24:00Z")
     assert fmt(LOGS.offset(nominal, n, unit)) == fmt(P(logs))
     assert fmt(WEEKLY.offset(nominal, n, unit)) == fmt(P(weekly))
@@ -186,6 +200,9 @@ def test_offset_start_instance_fast_forwards() -> None:
         pytest.param("2009-03-08T08:00Z", UTC_, 0, 24, id="utc-mar08"),
         pytest.param("2009-03-08T08:00Z", LONDON, 0, 24, id="london-mar08"),
         pytest.param("2009-03-08T08:00Z", LA, 0, 23, id="la-spring-forward"),
+        pytest.param("2009-03-08T08:00Z", LA, 1, 24, id="la-day-after-spring-forward"),
+        pytest.param("2009-03-07T08:00Z", LA, 0, 24, id="la-end-of-day-mar07"),
+        pytest.param("2009-03-07T08:00Z", LA, 1, 23, id="la-end-of-day-next-is-spring-forward"),
         pytest.param("2009-11-01T08:00Z", LA, 0, 25, id="la-fall-back"),
         pytest.param("2009-10-25T08:00Z", LONDON, 0, 25, id="london-fall-back"),
     ],

@@ -1,4 +1,4 @@
-"""Seed section 7: applications across time zones and DST, end to end through action plans."""
+"""Seed section 7.1 and 7.2 use case 1 across DST; use cases 2 and 3 are in test_seed_examples.py."""
 
 from __future__ import annotations
 
@@ -82,69 +82,3 @@ def test_east_coast_daily_job_follows_local_midnight_and_day_length(nominal: str
     assert uris[-1].endswith(f"/{nominal[11:13]}")  # the range ends at the action's own (local midnight) instance
     assert plan.configuration["wfInput"] == ",".join(uris)
     assert len({p.nominal_time.hour for p in plans.values()}) == 2  # 05:00Z and 04:00Z, never anything else
-
-
-@pytest.mark.parametrize(
-    ("frequency", "initial", "template", "done_flag", "expected"),
-    [
-        pytest.param(
-            "${coord:days(1)}", "2009-02-15T08:15Z", "hdfs://foo:8020/app/logs/${market}/${YEAR}${MONTH}/${DAY}/data", "",
-            ["hdfs://foo:8020/app/logs/us/200902/15/data", "hdfs://foo:8020/app/logs/us/200902/16/data", "hdfs://foo:8020/app/logs/us/200902/17/data"],
-            id="daily-at-00-15-pacific-empty-done-flag",
-        ),
-        pytest.param(
-            "${coord:months(1)}", "2009-01-10T10:00Z", "hdfs://foo:8020/usr/app/stats/${YEAR}/${MONTH}/data", None,
-            ["hdfs://foo:8020/usr/app/stats/2009/01/data", "hdfs://foo:8020/usr/app/stats/2009/02/data", "hdfs://foo:8020/usr/app/stats/2009/03/data"],
-            id="monthly-on-the-10th",
-        ),
-        pytest.param(
-            "${coord:months(3)}", "2009-01-31T20:00Z", "hdfs://foo:8020/usr/app/stats/${YEAR}/${MONTH}/data", "trigger.dat",
-            ["hdfs://foo:8020/usr/app/stats/2009/01/data", "hdfs://foo:8020/usr/app/stats/2009/04/data", "hdfs://foo:8020/usr/app/stats/2009/07/data"],
-            id="quarterly-month-end",
-        ),
-    ],
-)
-def test_section_5_1_dataset_examples(frequency: str, initial: str, template: str, done_flag: str | None, expected: list[str]) -> None:
-    """5.1: each example dataset resolves to the listed URIs, with its done-flag."""
-    flag = "" if done_flag is None else f"<done-flag>{done_flag}</done-flag>"
-    xml = f"""<coordinator-app name="c" frequency="{frequency}" start="{initial}" end="2010-01-01T00:00Z" timezone="America/Los_Angeles"
-        xmlns="uri:oozie:coordinator:0.1">
-      <datasets><dataset name="ds" frequency="{frequency}" initial-instance="{initial}" timezone="America/Los_Angeles">
-        <uri-template>{template}</uri-template>{flag}</dataset></datasets>
-      <input-events><data-in name="in" dataset="ds"><instance>${{coord:current(0)}}</instance></data-in></input-events>
-      <action><workflow><app-path>task:examples.noop</app-path></workflow></action>
-    </coordinator-app>"""
-    resolved = resolve_coordinator(parse_coordinator(xml, "c.xml"), {"market": "us"}, user="ann")
-    plans = list(iter_action_plans(resolved, now=NOW, max_actions=3))
-    assert [p.data_in["in"][0] for p in plans] == expected
-    assert resolved.datasets["ds"].done_flag == ("_SUCCESS" if done_flag is None else done_flag)
-
-
-EUROPE = EAST.replace(
-    "</datasets>",
-    '<dataset name="europelogs" frequency="${coord:hours(1)}" initial-instance="2009-01-01T01:00Z" timezone="Europe/Berlin">'
-    "<uri-template>hdfs://bar:8020/app/logs/europe/${YEAR}/${MONTH}/${DAY}/${HOUR}</uri-template></dataset></datasets>",
-).replace(
-    "</input-events>",
-    # The spec's XML points EU at 'eastlogs'; the text makes clear it means 'europelogs'.
-    '<data-in name="EU" dataset="europelogs">'
-    "<start-instance>${coord:current( -(coord:hoursInDay(0) -1) - coord:tzOffset()/60)}</start-instance>"
-    "<end-instance>${coord:current( - coord:tzOffset()/60)}</end-instance></data-in></input-events>",
-)
-
-
-@pytest.mark.parametrize(
-    ("nominal", "offset_hours"),
-    [pytest.param("2009-01-05T05:00Z", 6, id="winter-6-hours"), pytest.param("2009-03-10T04:00Z", 5, id="us-dst-only-5-hours")],
-)
-def test_east_coast_and_europe_shift_by_the_time_zone_difference(nominal: str, offset_hours: int) -> None:
-    """7.2 use case 3: the Europe range is shifted by coord:tzOffset()/60 hours, which DST changes."""
-    plans = {format_datetime(p.nominal_time): p for p in all_plans(EUROPE)}
-    plan = plans[nominal]
-    europe = plan.data_in["EU"]
-    assert len(europe) == 24
-    last = parse_datetime(nominal)
-    from datetime import timedelta
-
-    expected_last = (last - timedelta(hours=offset_hours)).strftime("%Y/%m/%d/%H")  # Europe's day ended earlier
-    assert europe[-1].endswith(expected_last)
