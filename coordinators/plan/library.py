@@ -18,6 +18,7 @@ from typing import Any
 
 from coordinators.el import ELContext, ELEvaluationError, ELFunction, FunctionRegistry, Phase
 from datasets.timeline import (
+    DatasetTimeline,
     Frequency,
     TimeUnit,
     date_offset,
@@ -45,13 +46,23 @@ FREQUENCY_FUNCTIONS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class InstanceRef:
-    """What coord:current / coord:offset return: a dataset instance index and its time."""
+    """What coord:current / coord:offset return: a dataset instance index on its time line.
+
+    The time is computed only when asked for, so a range's size is checked (against the
+    instance cap) before any far-away instance is.
+    """
 
     index: int
-    time: datetime | None  # None: before the initial instance (dropped)
+    timeline: DatasetTimeline
+
+    @property
+    def time(self) -> datetime | None:
+        """The instance's nominal time; None before the initial instance (dropped, spec 6.6.10)."""
+        return self.timeline.instance(self.index) if self.index >= 0 else None
 
     def __str__(self) -> str:
-        return format_datetime(self.time) if self.time is not None else ""
+        time = self.time
+        return format_datetime(time) if time is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +107,7 @@ def _frequency(kind: str) -> ELFunction:
             dataset = ctx.extra["dataset"]
             moment = start_of_period(_extra(ctx, "nominal", f"coord:{kind}"), n, END_OF_UNITS[kind], dataset.tz)
             index = dataset.timeline.index_at_or_after(moment)
-            return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+            return InstanceRef(index, dataset.timeline)
         names = {"endOfDays": "end_of_days", "endOfWeeks": "end_of_weeks", "endOfMonths": "end_of_months"}
         base = getattr(Frequency, names.get(kind, kind))(n)
         if ctx.phase is not Phase.SUBMISSION and "nominal" in ctx.extra:
@@ -112,7 +123,7 @@ def _absolute(ctx: ELContext, timestamp: Any) -> InstanceRef:
     """coord:absolute(ts) in a start-instance: the dataset instance at (or first after) ts."""
     dataset = _extra(ctx, "dataset", "coord:absolute")
     index = dataset.timeline.index_at_or_after(parse_datetime(str(timestamp)))
-    return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+    return InstanceRef(index, dataset.timeline)
 
 
 def _extra(ctx: ELContext, name: str, function: str) -> Any:
@@ -137,7 +148,7 @@ def _current(ctx: ELContext, n: Any) -> InstanceRef:
     dataset = _extra(ctx, "dataset", "coord:current")
     nominal = _extra(ctx, "nominal", "coord:current")
     index = dataset.timeline.current_index(nominal, _integer(n, "coord:current"))
-    return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+    return InstanceRef(index, dataset.timeline)
 
 
 def _offset(ctx: ELContext, n: Any, unit: Any) -> InstanceRef:
@@ -146,7 +157,7 @@ def _offset(ctx: ELContext, n: Any, unit: Any) -> InstanceRef:
     index = dataset.timeline.offset_index(
         nominal, _integer(n, "coord:offset"), str(unit), fast_forward=ctx.extra.get("role") == "start"
     )
-    return InstanceRef(index, dataset.timeline.instance(index) if index >= 0 else None)
+    return InstanceRef(index, dataset.timeline)
 
 
 def _in_dataset_tz(ctx: ELContext, function: str) -> Any:

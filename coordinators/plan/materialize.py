@@ -58,7 +58,7 @@ def instance_ref(value: Any, text: str, event: str, dataset: ResolvedDataset) ->
         index = dataset.timeline.index_at_or_before(moment)
         if index < 0 or dataset.timeline.instance(index) != moment:
             raise ELError(f"event {event!r}: {value.strip()} is not an instance of dataset {dataset.name!r}")
-        return InstanceRef(index, moment)
+        return InstanceRef(index, dataset.timeline)
     raise ELError(f"event {event!r}: {text!r} must resolve to a dataset instance (coord:current, coord:offset)")
 
 
@@ -68,7 +68,7 @@ def instance_uri(coordinator: ResolvedCoordinator, dataset: ResolvedDataset, mom
 
 
 def _uris(coordinator: ResolvedCoordinator, dataset: ResolvedDataset, refs: list[InstanceRef]) -> list[str]:
-    return [instance_uri(coordinator, dataset, ref.time) for ref in refs if ref.time is not None]
+    return [instance_uri(coordinator, dataset, time) for ref in refs if (time := ref.time) is not None]
 
 
 def _resolve_input(

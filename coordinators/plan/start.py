@@ -168,8 +168,8 @@ def _resolve_input(search: _Search, event: DataIn) -> list[str] | None:
             if found is None:
                 return None
             uris.extend(found)
-        elif value.time is not None:  # before the initial instance: dropped (6.6.10)
-            uris.append(instance_uri(search.coordinator, search.dataset, value.time))
+        elif (time := value.time) is not None:  # before the initial instance: dropped (6.6.10)
+            uris.append(instance_uri(search.coordinator, search.dataset, time))
     return uris
 
 
