@@ -26,6 +26,16 @@ def _offset_text(value: datetime, style: str, width: int) -> str:
     return f"{sign}{hours:02d}{mins:02d}"
 
 
+def _week_of_year(value: datetime) -> int:
+    """Java's WEEK_OF_YEAR in the default (US) locale: weeks start on Sunday, week 1 holds January 1st."""
+    sunday_index = value.isoweekday() % 7  # Sunday 0 .. Saturday 6
+    days_left = (value.replace(month=12, day=31).date() - value.date()).days
+    if 6 - sunday_index > days_left:
+        return 1  # the week that ends in next year is that year's week 1
+    jan1 = value.replace(month=1, day=1)
+    return (value.timetuple().tm_yday - 1 + jan1.isoweekday() % 7) // 7 + 1
+
+
 def _field(letter: str, width: int, value: datetime) -> str:
     if letter == "y":
         return f"{value.year % 100:02d}" if width == 2 else f"{value.year:0{width}d}"
@@ -36,7 +46,7 @@ def _field(letter: str, width: int, value: datetime) -> str:
     numbers = {
         "d": value.day, "H": value.hour, "m": value.minute, "s": value.second,
         "k": value.hour or 24, "K": value.hour % 12, "h": (value.hour % 12) or 12,
-        "D": value.timetuple().tm_yday, "u": value.isoweekday(), "w": value.isocalendar()[1],
+        "D": value.timetuple().tm_yday, "u": value.isoweekday(), "w": _week_of_year(value),
         "F": (value.day - 1) // 7 + 1,
     }
     if letter in numbers:

@@ -242,3 +242,14 @@ def test_spec_6_3_example_1_literal_instances_and_utc_uris() -> None:
         plans(xml.replace('end="2009-01-03T08:00Z"', 'end="2009-01-02T08:00Z"'))
     with pytest.raises(DefinitionError, match="not an instance of dataset 'logs'"):
         plans(xml.replace("<instance>2009-01-02T08:00Z</instance></data-in>", "<instance>2009-01-02T09:00Z</instance></data-in>"))
+
+
+def test_cron_frequency_coordinator() -> None:
+    """Reference 4.4.4: a cron frequency materializes on the job zone's wall clock (weekdays 09:00 New York, DST too)."""
+    resolved = resolve_coordinator(
+        parse_coordinator(app_xml(frequency="0 9 * * 2-6", start="2009-03-06T00:00Z", end="2009-03-13T00:00Z", tz="America/New_York"), "c.xml"),
+        {}, user="ann",
+    )
+    times = [format_datetime(p.nominal_time) for p in iter_action_plans(resolved, now=NOW, max_actions=10)]
+    # Friday 6th (EST), then Monday 9th onwards in EDT (the switch was Sunday 8th).
+    assert times == ["2009-03-06T14:00Z", "2009-03-09T13:00Z", "2009-03-10T13:00Z", "2009-03-11T13:00Z", "2009-03-12T13:00Z"]
