@@ -253,3 +253,18 @@ def test_cron_frequency_coordinator() -> None:
     times = [format_datetime(p.nominal_time) for p in iter_action_plans(resolved, now=NOW, max_actions=10)]
     # Friday 6th (EST), then Monday 9th onwards in EDT (the switch was Sunday 8th).
     assert times == ["2009-03-06T14:00Z", "2009-03-09T13:00Z", "2009-03-10T13:00Z", "2009-03-11T13:00Z", "2009-03-12T13:00Z"]
+
+
+@pytest.mark.parametrize(
+    ("timeout", "minutes"),
+    [
+        pytest.param("${coord:hours(2)}", 120, id="hours-function"),
+        pytest.param("${coord:days(1)}", 1380, id="days-function-at-a-23-hour-start-day"),
+        pytest.param("${5 * HOUR}", 300, id="unit-constant"),
+        pytest.param("${10 * MINUTES}", 10, id="sla-constant"),
+    ],
+)
+def test_timeout_accepts_time_periods(timeout: str, minutes: int) -> None:
+    """4.4: periods such as a timeout use the frequency notation; coord:days(1) counts the start day's minutes."""
+    xml = app_xml(start="2009-03-08T08:00Z", end="2009-03-10T08:00Z", tz="America/Los_Angeles", controls=f"<controls><timeout>{timeout}</timeout></controls>")
+    assert resolve_coordinator(parse_coordinator(xml, "c.xml"), {}, user="ann").timeout == minutes
