@@ -42,14 +42,24 @@ PROPERTIES = {
 }
 
 
-def test_all_six_properties_resolve_the_application() -> None:
-    """With the six properties given, times, dataset URIs and coord:conf resolve."""
+@pytest.mark.parametrize(
+    ("number", "nominal", "first", "last"),
+    [
+        pytest.param(1, "2009-01-02T00:00Z", "200901/01/01", "200901/02/00", id="first-action"),
+        pytest.param(2, "2009-01-03T00:00Z", "200901/02/01", "200901/03/00", id="second-and-last-action"),
+    ],
+)
+def test_all_six_properties_resolve_the_application(number: int, nominal: str, first: str, last: str) -> None:
+    """With the six properties given, times, dataset URIs (${market}/${language}) and coord:conf resolve."""
     resolved = resolve_coordinator(parse_coordinator(app(), "c.xml"), PROPERTIES, user="ann")
     plans = list(iter_action_plans(resolved, now=NOW, max_actions=10))
-    assert [format_datetime(p.nominal_time) for p in plans] == ["2009-01-02T00:00Z", "2009-01-03T00:00Z"]
-    assert plans[0].data_in["input"][0] == "hdfs://bar:8020/app/logs/us/en/200901/01/01"
-    assert plans[0].data_in["input"][-1] == "hdfs://bar:8020/app/logs/us/en/200901/02/00"
-    assert plans[0].configuration["tracker"] == "jt:8021"
+    assert len(plans) == 2  # jobEnd 2009-01-04T00:00Z is exclusive
+    plan = plans[number - 1]
+    assert format_datetime(plan.nominal_time) == nominal
+    assert plan.data_in["input"][0] == f"hdfs://bar:8020/app/logs/us/en/{first}"
+    assert plan.data_in["input"][-1] == f"hdfs://bar:8020/app/logs/us/en/{last}"
+    assert len(plan.data_in["input"]) == 24
+    assert plan.configuration["tracker"] == "jt:8021"
 
 
 @pytest.mark.parametrize("missing", ["jobStart", "jobEnd", "logsInitialInstance", "timezone", "market", "language"])

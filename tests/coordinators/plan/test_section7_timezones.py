@@ -49,14 +49,20 @@ def all_plans(xml: str) -> list:  # type: ignore[type-arg]
     return list(iter_action_plans(resolved, now=NOW, max_actions=400))
 
 
-def test_no_dst_zone_offsets_are_plain_utc_times() -> None:
-    """7.1: a +05:30 daily job; the first action sees only the initial instance, later ones 24 hours."""
-    plans = all_plans(INDIA)
-    assert format_datetime(plans[0].nominal_time) == "2008-12-31T19:30Z"
-    assert plans[0].data_in["inputLogs"] == ["hdfs://bar:8020/app/logs/2008/12/31/19"]
-    assert len(plans[1].data_in["inputLogs"]) == 24
-    assert plans[1].data_in["inputLogs"][0] == "hdfs://bar:8020/app/logs/2008/12/31/20"
-    assert plans[1].data_in["inputLogs"][-1] == "hdfs://bar:8020/app/logs/2009/01/01/19"
+@pytest.mark.parametrize(
+    ("number", "nominal", "count", "first", "last"),
+    [
+        pytest.param(1, "2008-12-31T19:30Z", 1, "2008/12/31/19", "2008/12/31/19", id="first-action-only-the-initial-instance"),
+        pytest.param(2, "2009-01-01T19:30Z", 24, "2008/12/31/20", "2009/01/01/19", id="second-action-24-hours"),
+    ],
+)
+def test_no_dst_zone_offsets_are_plain_utc_times(number: int, nominal: str, count: int, first: str, last: str) -> None:
+    """7.1: a daily job at India midnight (+05:30) is written in UTC; it reads the previous 24 hourly instances."""
+    plan = all_plans(INDIA)[number - 1]
+    assert format_datetime(plan.nominal_time) == nominal
+    uris = plan.data_in["inputLogs"]
+    assert len(uris) == count
+    assert (uris[0], uris[-1]) == (f"hdfs://bar:8020/app/logs/{first}", f"hdfs://bar:8020/app/logs/{last}")
 
 
 @pytest.mark.parametrize(

@@ -459,12 +459,18 @@ PRODUCER = ROLLING.replace(
 )
 
 
-def test_6_6_1_example_3_output_instance_per_action() -> None:
+@pytest.mark.parametrize(
+    ("number", "first_hour", "output"),
+    [
+        pytest.param(1, "2009-01-01T01:00Z", "hdfs://bar:8020/app/logs/2009/01/02", id="first-day"),
+        pytest.param(2, "2009-01-02T01:00Z", "hdfs://bar:8020/app/logs/2009/01/03", id="second-day"),
+    ],
+)
+def test_6_6_1_example_3_output_instance_per_action(number: int, first_hour: str, output: str) -> None:
     """6.6.1 example 3: each daily action reads 24 hourly instances and creates the day's 'stats' instance."""
-    first, second = plans(resolve(PRODUCER, includes={INCLUDE: STATS_DATASETS}), 2)
-    assert first.data_in["input"] == hourly_urls("2009-01-01T01:00Z", 24)
-    assert first.data_out == {"output": ["hdfs://bar:8020/app/logs/2009/01/02"]}
-    assert second.data_out == {"output": ["hdfs://bar:8020/app/logs/2009/01/03"]}
+    plan = plan_action(resolve(PRODUCER, includes={INCLUDE: STATS_DATASETS}), number, now=NOW)
+    assert plan.data_in["input"] == hourly_urls(first_hour, 24)
+    assert plan.data_out == {"output": [output]}
 
 
 PIPELINE_DATASETS = """<datasets>
@@ -553,15 +559,19 @@ def test_6_6_1_example_4_as_printed_is_refused(datasets: str, error: type[Defini
         resolve(xml if error is not SchemaValidationError else PIPELINE_HOURLY, includes={INCLUDE: datasets})
 
 
-def test_6_6_1_example_4_pipeline_outputs_feed_the_daily_inputs() -> None:
+@pytest.mark.parametrize(
+    ("number", "quarters"),
+    [
+        pytest.param(1, ["2009/01/01/00/15", "2009/01/01/00/30", "2009/01/01/00/45", "2009/01/01/01/00"], id="first-hour"),
+        pytest.param(24, ["2009/01/01/23/15", "2009/01/01/23/30", "2009/01/01/23/45", "2009/01/02/00/00"], id="24th-hour"),
+    ],
+)
+def test_6_6_1_example_4_pipeline_outputs_feed_the_daily_inputs(number: int, quarters: list[str]) -> None:
     """6.6.1 example 4: hourly actions turn 4 quarter-hours into an hour; the daily action reads those 24 hours."""
     includes = {INCLUDE: _fixed(PIPELINE_DATASETS)}
     hourly = plans(resolve(_fixed(PIPELINE_HOURLY), includes=includes), 24)
     (daily,) = plans(resolve(_fixed(PIPELINE_DAILY), includes=includes), 1)
-    assert hourly[0].data_in["input"] == [
-        "hdfs://bar:8020/app/logs/2009/01/01/00/15", "hdfs://bar:8020/app/logs/2009/01/01/00/30",
-        "hdfs://bar:8020/app/logs/2009/01/01/00/45", "hdfs://bar:8020/app/logs/2009/01/01/01/00",
-    ]
+    assert hourly[number - 1].data_in["input"] == [f"hdfs://bar:8020/app/logs/{q}" for q in quarters]
     assert all(len(p.data_in["input"]) == 4 for p in hourly)
     assert [p.data_out["output"][0] for p in hourly] == daily.data_in["input"] == hourly_urls("2009-01-01T01:00Z", 24)
     assert daily.data_out == {"output": ["hdfs://bar:8020/app/logs/2009/01/02"]}
@@ -594,12 +604,18 @@ OFFSET_APP = """<coordinator-app name="app-coord" frequency="${coord:days(1)}"
    </coordinator-app>"""
 
 
-def test_6_6_2_example_2_start_instance_fast_forwards() -> None:
+@pytest.mark.parametrize(
+    ("number", "first_hour", "output"),
+    [
+        pytest.param(1, "2009-01-01T23:00Z", "hdfs://bar:8020/app/logs/2009/01/02", id="first-day"),
+        pytest.param(2, "2009-01-02T23:00Z", "hdfs://bar:8020/app/logs/2009/01/03", id="second-day"),
+    ],
+)
+def test_6_6_2_example_2_start_instance_fast_forwards(number: int, first_hour: str, output: str) -> None:
     """6.6.2 example 2: start offset(-90, MINUTE) on an hourly dataset is current(-1); end offset(0, DAY) is current(0)."""
-    first, second = plans(resolve(OFFSET_APP, includes={INCLUDE: STATS_DATASETS}), 2)
-    assert first.data_in["input"] == hourly_urls("2009-01-01T23:00Z", 2)
-    assert second.data_in["input"] == hourly_urls("2009-01-02T23:00Z", 2)
-    assert first.data_out == {"output": ["hdfs://bar:8020/app/logs/2009/01/02"]}
+    plan = plan_action(resolve(OFFSET_APP, includes={INCLUDE: STATS_DATASETS}), number, now=NOW)
+    assert plan.data_in["input"] == hourly_urls(first_hour, 2)
+    assert plan.data_out == {"output": [output]}
 
 
 # --- 6.6.3 coord:hoursInDay, 6.6.4 coord:daysInMonth, 6.6.5 coord:tzOffset ------------------
@@ -857,17 +873,21 @@ DATA_IN_APP = """<coordinator-app name="app-coord" frequency="${coord:days(1)}"
    </coordinator-app>"""
 
 
-def test_6_7_1_data_in_is_every_uri_comma_separated() -> None:
+@pytest.mark.parametrize(
+    ("nominal", "first", "last"),
+    [pytest.param("2009-01-02T00:00Z", "2009/01/01/01", "2009/01/01/23", id="2009-01-02-run")],
+)
+def test_6_7_1_data_in_is_every_uri_comma_separated(nominal: str, first: str, last: str) -> None:
     """6.7.1: for the 2009-01-02T00:00Z run, dataIn is 2009/01/01/01 ... 2009/01/01/23 as one comma-separated value.
 
     The spec's listing ends with a 24th URI 2009/02/00/00, an impossible date; current(-23) ..
     current(-1) is 23 instances (ADR 0004).
     """
-    (first,) = plans(resolve(DATA_IN_APP), 1)
-    assert format_datetime(first.nominal_time) == "2009-01-02T00:00Z"
+    (plan,) = plans(resolve(DATA_IN_APP), 1)
+    assert format_datetime(plan.nominal_time) == nominal
     expected = hourly_urls("2009-01-01T01:00Z", 23)
-    assert expected[0] == "hdfs://bar:8020/app/logs/2009/01/01/01" and expected[-1] == "hdfs://bar:8020/app/logs/2009/01/01/23"
-    assert first.configuration == {"wfInput": ",".join(expected)}
+    assert expected[0] == f"hdfs://bar:8020/app/logs/{first}" and expected[-1] == f"hdfs://bar:8020/app/logs/{last}"
+    assert plan.configuration == {"wfInput": ",".join(expected)}
 
 
 DATA_OUT_DATASETS = """<datasets>
@@ -915,7 +935,14 @@ DATA_OUT_APP = """<coordinator-app name="app-coord" frequency="${coord:days(1)}"
    </coordinator-app>"""
 
 
-def test_6_7_2_data_out_is_the_output_instance_uri() -> None:
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        pytest.param("wfOutput", "hdfs://bar:8020/app/daily-logs/2009/01/02", id="output-adr-template-and-event-name"),
+        pytest.param("wfInput", ",".join(hourly_urls("2009-01-01T01:00Z", 24)), id="input-24-hours"),
+    ],
+)
+def test_6_7_2_data_out_is_the_output_instance_uri(name: str, value: str) -> None:
     """6.7.2: for the 2009-01-01T24:00Z run, dataOut is the day's dailyLogs URI; dataIn the last 24 hourly ones.
 
     The spec prints hdfs://bar:8020/app/logs/2009/01/02 and calls dataOut('dailyLogs'); the XML's
@@ -923,8 +950,7 @@ def test_6_7_2_data_out_is_the_output_instance_uri() -> None:
     """
     (first,) = plans(resolve(DATA_OUT_APP, includes={INCLUDE: DATA_OUT_DATASETS}), 1)
     assert first.nominal_time == P("2009-01-01T24:00Z")
-    assert first.configuration["wfOutput"] == "hdfs://bar:8020/app/daily-logs/2009/01/02"
-    assert first.configuration["wfInput"] == ",".join(hourly_urls("2009-01-01T01:00Z", 24))
+    assert first.configuration[name] == value
 
 
 NOMINAL_APP = """<coordinator-app name="app-coord" frequency="${coord:days(1)}"
@@ -965,20 +991,25 @@ def test_6_7_3_example_as_printed_lacks_the_workflow_element() -> None:
         resolve(NOMINAL_APP, {"nameNode": "hdfs://bar:8020"})
 
 
-def test_6_7_3_nominal_times_and_date_offsets() -> None:
-    """6.7.3/6.8.1: nominal times 2009-01-02T00:00Z, 01-03, 01-04 ...; next/previous instance one day either side; user.
-
-    The spec's list ends at 2010-01-01T00:00Z; with end exclusive the last is 2009-12-31T00:00Z (ADR 0004).
-    """
+@pytest.mark.parametrize(
+    ("number", "nominal", "next_instance", "previous_instance"),
+    [
+        # 6.8.1: "'nextInstance' will be '2009-01-02T24:00Z' ... 'previousInstance' '2008-12-31T24:00Z'".
+        pytest.param(1, "2009-01-02T00:00Z", "2009-01-02T24:00Z", "2008-12-31T24:00Z", id="first-action"),
+        pytest.param(2, "2009-01-03T00:00Z", "2009-01-03T24:00Z", "2009-01-01T24:00Z", id="second-action"),
+        pytest.param(3, "2009-01-04T00:00Z", "2009-01-04T24:00Z", "2009-01-02T24:00Z", id="third-action"),
+        # The spec's list ends at 2010-01-01T00:00Z; with end exclusive the last is 2009-12-31 (ADR 0004).
+        pytest.param(364, "2009-12-31T00:00Z", "2009-12-31T24:00Z", "2009-12-29T24:00Z", id="last-action-adr-end-exclusive"),
+    ],
+)
+def test_6_7_3_nominal_times_and_date_offsets(number: int, nominal: str, next_instance: str, previous_instance: str) -> None:
+    """6.7.3/6.8.1: nominal times 2009-01-02T00:00Z, 01-03, 01-04 ...; next/previous instance one day either side."""
     resolved = resolve(NOMINAL_FIXED, {"nameNode": "hdfs://bar:8020"})
-    first, second, third = plans(resolved, 3)
-    assert times([first, second, third]) == ["2009-01-02T00:00Z", "2009-01-03T00:00Z", "2009-01-04T00:00Z"]
-    assert first.app_path == "hdfs://bar:8020/user/joe/examples/apps/aggregator"
-    # 6.8.1: "'nextInstance' will be '2009-01-02T24:00Z' ... 'previousInstance' '2008-12-31T24:00Z'".
-    assert P(first.configuration["nextInstance"]) == P("2009-01-02T24:00Z")
-    assert P(first.configuration["previousInstance"]) == P("2008-12-31T24:00Z")
-    total = count_before(resolved.start, resolved.end, resolved.frequency, resolved.tz)
-    assert format_datetime(plan_action(resolved, total, now=NOW).nominal_time) == "2009-12-31T00:00Z"
+    assert count_before(resolved.start, resolved.end, resolved.frequency, resolved.tz) == 364
+    plan = plan_action(resolved, number, now=NOW)
+    assert format_datetime(plan.nominal_time) == nominal
+    assert P(plan.configuration["nextInstance"]) == P(next_instance)
+    assert P(plan.configuration["previousInstance"]) == P(previous_instance)
 
 
 ACTUAL_APP = """<coordinator-app name="app-coord" frequency="${coord:days(1)}"
@@ -1020,9 +1051,10 @@ def test_6_7_4_actual_time_is_when_the_action_was_created(number: int, actual: s
     assert plan_action(resolved, number, now=created).configuration == {"actualTime": actual}
 
 
-def test_6_7_5_user_is_the_submitter() -> None:
-    """6.7.5: coord:user() is the user that submitted the job."""
-    (first,) = plans(resolve(ACTUAL_APP, {"nameNode": "hdfs://bar:8020"}), 1)
+@pytest.mark.parametrize("xml", [pytest.param(NOMINAL_FIXED, id="6.7.3-app"), pytest.param(ACTUAL_APP, id="6.7.4-app")])
+def test_6_7_5_user_is_the_submitter(xml: str) -> None:
+    """6.7.5: coord:user() is the user that submitted the job (joe), as in the examples' app paths."""
+    (first,) = plans(resolve(xml, {"nameNode": "hdfs://bar:8020"}), 1)
     assert first.app_path == "hdfs://bar:8020/user/joe/examples/apps/aggregator"
 
 
