@@ -79,7 +79,7 @@ JOB_TRANSITIONS: dict[str, frozenset[str]] = {
 
 ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
     # The table of spec 6.1.3.2, verbatim ...
-    A.WAITING: frozenset({A.READY, A.TIMEDOUT, A.SKIPPED, A.KILLED}),
+    A.WAITING: frozenset({A.READY, A.TIMEDOUT, A.SKIPPED, A.KILLED, A.FAILED}),
     A.READY: frozenset({A.SUBMITTED, A.SKIPPED, A.KILLED}),
     A.SUBMITTED: frozenset({A.RUNNING, A.KILLED, A.FAILED}),
     A.RUNNING: frozenset({A.SUCCEEDED, A.KILLED, A.FAILED}),
@@ -87,7 +87,8 @@ ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
     A.KILLED: frozenset({A.IGNORED, A.WAITING}),
     A.TIMEDOUT: frozenset({A.IGNORED, A.WAITING}),
     A.IGNORED: frozenset({A.WAITING}),
-    # ... plus rerun of SUCCEEDED actions (DG_CoordinatorRerun pre-conditions).
+    # ... plus rerun of SUCCEEDED actions (DG_CoordinatorRerun pre-conditions), and WAITING ->
+    # FAILED when an input cannot be resolved at start (coord:latest(1) computed), as Oozie fails it.
     A.SUCCEEDED: frozenset({A.WAITING}),
     A.SKIPPED: frozenset(),
 }

@@ -34,6 +34,7 @@ def load_resolved(job: CoordinatorJob) -> ResolvedCoordinator:
     return resolve_coordinator(
         app, job.configuration, user=job.owner.get_username(),
         processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
+        max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
     )
 
 
@@ -57,7 +58,8 @@ def submit_coordinator(
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
     app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=include_loader())
     resolved = resolve_coordinator(
-        app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
+        app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
+        max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
     )
     validate_sla(resolved, now=timezone.now())
     if not resolved.app_path.startswith(SUPPORTED_LAUNCHERS):
@@ -252,7 +254,8 @@ def dryrun_submission(
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
     app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=include_loader())
     resolved = resolve_coordinator(
-        app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE
+        app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
+        max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
     )
     validate_sla(resolved, now=now)
     if max_actions < 1:

@@ -51,6 +51,11 @@ def still_missing(dependencies: Iterable[Dependency], now: datetime) -> list[Dep
     return missing + deferred
 
 
+def is_available(uri: str, done_flag: str, now: datetime) -> bool:
+    """One instance: a stored answer, else storage (a positive answer is stored for everyone)."""
+    return not still_missing([(uri, done_flag)], now)
+
+
 def normalize_uri(uri: str) -> str:
     """An announced URI as materialized URIs are written: no trailing slash."""
     return uri.strip().rstrip("/") or uri.strip()

@@ -164,6 +164,9 @@ COORD_RECOVERY_SECONDS = env_int("COORD_RECOVERY_SECONDS", 120)
 COORD_RELAUNCH_SECONDS = env_int("COORD_RELAUNCH_SECONDS", 600)
 # Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
 COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
+# How many dataset instances one data-in may resolve to (a hostile coord:current(-1000000000)
+# range is refused by name instead of exhausting memory).
+COORD_MAX_INSTANCES_PER_INPUT = env_int("COORD_MAX_INSTANCES_PER_INPUT", 10_000)
 # Where submitted coordinators may read <include>d dataset files from (no http(s): no SSRF).
 COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory", "s3", "hdfs"])
 # Finished commands (the engine's history) are kept this long.

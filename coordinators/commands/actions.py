@@ -26,8 +26,9 @@ from coordinators.choices import (
     transition_path,
 )
 from coordinators.commands.base import ActionCommand, JobCommand
+from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from datasets.availability import still_missing
+from datasets.availability import is_available, still_missing
 from datasets.timeline import count_before, nominal_time
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
@@ -97,6 +98,11 @@ def start_ready_actions(job: CoordinatorJob, now: datetime) -> dict[str, int]:
     return {"submitted": len(chosen), "skipped": skipped}
 
 
+def has_storage_functions(action: CoordinatorAction) -> bool:
+    """Whether some input still waits for coord:latest/coord:future to be resolved (phase 3)."""
+    return any(str(dep[0]).startswith("${") for dep in action.missing_dependencies)
+
+
 def check_chunk() -> int:
     """Waiting actions one input-check command looks at; more means another command follows."""
     return int(getattr(settings, "COORD_INPUT_CHECK_CHUNK", 200))
@@ -135,19 +141,59 @@ class CoordActionInputCheckXCommand(JobCommand):
         actions = actions[: check_chunk()]
         cutoff = skip_before(job, now)
         due = [a for a in actions if a.nominal_time <= now and not (cutoff is not None and a.nominal_time < cutoff)]
+        failed = 0
+        for action in [a for a in due if has_storage_functions(a)]:
+            if not self._resolve_at_start(action, now):
+                due.remove(action)
+                actions.remove(action)
+                failed += 1
         wanted = {tuple(dep) for action in due for dep in action.missing_dependencies}
         missing_now = set(still_missing(sorted(wanted), now))  # type: ignore[arg-type]
         outcome = {"ready": 0, "timedout": 0, "waiting": 0}
         for action in actions:
             outcome[self._decide(action, now, cutoff, missing_now)] += 1
-        if outcome["timedout"]:
+        if outcome["timedout"] or failed:
             enqueue(CoordJobStatusXCommand(job_id=job.id))
         if more:
             enqueue(CoordActionInputCheckXCommand(job_id=job.id, numbers=self.numbers))
         started: dict[str, int] = {}
         if (outcome["ready"] or cutoff is not None) and job.status in STARTING_JOB_STATUSES:
             started = start_ready_actions(job, now)
-        return {**outcome, **started}
+        return {**outcome, "failed": failed, **started}
+
+    def _resolve_at_start(self, action: CoordinatorAction, now: datetime) -> bool:
+        """Phase 3: coord:latest/coord:future against storage; False when the action failed (bad arguments)."""
+        from coordinators.plan import ActionPlan, resolve_at_start
+        from coordinators.services import load_resolved
+
+        if not hasattr(self, "_resolved"):
+            self._resolved = load_resolved(self.job)
+        resolved = self._resolved
+        configuration = {k: str(v) for k, v in action.run_conf.items() if k != "app_path"}
+        plan = ActionPlan(
+            action.number, action.nominal_time, action.data_in, action.data_out,
+            str(action.run_conf.get("app_path", "")), configuration,
+        )
+        try:
+            result = resolve_at_start(
+                resolved, plan, actual_time=action.created_time,
+                is_available=lambda uri, flag: is_available(uri, flag, now),
+            )
+        except DefinitionError as exc:
+            action.transition_to(ActionStatus.FAILED)
+            action.pending, action.next_check_at, action.error_message = False, None, str(exc)[:4000]
+            action.save(update_fields=["status", "pending", "next_check_at", "error_message"])
+            return False
+        flags = {event.name: resolved.datasets[event.dataset].done_flag for event in resolved.app.input_events}
+        action.data_in = result.data_in
+        action.run_conf = {"app_path": result.app_path, **result.configuration}
+        # Instances found by latest/future are available by construction; what is still
+        # unresolved waits as its expressions.
+        action.missing_dependencies = [
+            dep for dep in action.missing_dependencies if not str(dep[0]).startswith("${")
+        ] + [[text, flags[name]] for name in result.unresolved for text in result.data_in[name]]
+        action.save(update_fields=["data_in", "run_conf", "missing_dependencies"])
+        return True
 
     def _decide(self, action: CoordinatorAction, now: datetime, cutoff: datetime | None, missing_now: set[Any]) -> str:
         action.pending = False
