@@ -26,20 +26,20 @@ class Oozie:
         self.version = version
         self.headers: dict[str, str] = {}
         if account is not None:
-            self.headers["HTTP_AUTHORIZATION"] = f"Token {token(account)}" if use_token else basic(account)
+            self.headers["Authorization"] = f"Token {token(account)}" if use_token else basic(account)
 
     def get(self, path: str, **params: Any) -> Any:
-        return self.client.get(f"/oozie/{self.version}/{path}", params, **self.headers)
+        return self.client.get(f"/oozie/{self.version}/{path}", params, headers=self.headers)
 
     def put(self, path: str, **params: Any) -> Any:
         from urllib.parse import urlencode
 
-        return self.client.put(f"/oozie/{self.version}/{path}?{urlencode(params)}", **self.headers)
+        return self.client.put(f"/oozie/{self.version}/{path}?{urlencode(params)}", headers=self.headers)
 
     def submit(self, properties: dict[str, str], action: str | None = None, content_type: str = "application/xml;charset=UTF-8") -> Any:
         query = f"?action={action}" if action else ""
         body = serialize_hadoop_configuration(properties)
-        return self.client.post(f"/oozie/{self.version}/jobs{query}", body, content_type=content_type, **self.headers)
+        return self.client.post(f"/oozie/{self.version}/jobs{query}", body, content_type=content_type, headers=self.headers)
 
 
 def error_of(response: Any) -> tuple[int, str, str]:

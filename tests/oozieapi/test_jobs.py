@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from coordinators import services
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
@@ -21,12 +20,6 @@ from xcommands.models import Command
 pytestmark = pytest.mark.django_db(transaction=True)
 
 RFC822 = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$")
-needs_submit_from_properties = pytest.mark.skipif(
-    not hasattr(services, "submit_from_properties"), reason="services.submit_from_properties not on main yet"
-)
-needs_dryrun = pytest.mark.skipif(not hasattr(services, "dryrun_submission"), reason="services.dryrun_submission not on main yet")
-needs_change = pytest.mark.skipif(not hasattr(services, "change_job"), reason="services.change_job not on main yet")
-needs_rerun = pytest.mark.skipif(not hasattr(services, "rerun_job"), reason="services.rerun_job not on main yet")
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +68,7 @@ def test_everything_else_needs_credentials(ann: User) -> None:
         assert error_of(response)[:2] == (401, "E0500")
         assert response.headers["WWW-Authenticate"].startswith("Basic")
     wrong = Oozie(None)
-    wrong.headers["HTTP_AUTHORIZATION"] = "Basic " + "YW5uOndyb25n"  # ann:wrong
+    wrong.headers["Authorization"] = "Basic " + "YW5uOndyb25n"  # ann:wrong
     assert error_of(wrong.get("admin/status"))[:2] == (401, "E0500")
     assert error_of(wrong.get(f"job/{job.id}"))[:2] == (401, "E0500")
     commands = Command.objects.count()
@@ -190,7 +183,6 @@ def test_put_refusals(ann: User) -> None:
     assert error_of(oozie.put(f"job/{job.id}@1", action="kill"))[:2] == (400, "E0303")
 
 
-@needs_change
 def test_put_change(ann: User) -> None:
     """PUT ?action=change&value=concurrency=3 changes the job; a bad value is E1015 naming it."""
     job = running_job(ann)
@@ -202,7 +194,6 @@ def test_put_change(ann: User) -> None:
     assert (status, code) == (400, "E1015") and "concurrency" in message
 
 
-@needs_rerun
 def test_put_rerun(ann: User) -> None:
     """PUT ?action=coord-rerun&type=action&scope=1 answers the actions queued again."""
     job = running_job(ann)
@@ -240,9 +231,9 @@ def test_submission_refusals(ann: User) -> None:
     """Wrong content type, malformed configuration, no application path, workflows: 400 with Oozie's codes; nothing stored."""
     oozie = Oozie(ann)
     assert error_of(oozie.submit({"a": "b"}, content_type="text/plain"))[:2] == (400, "E0300")
-    response = oozie.client.post("/oozie/v2/jobs", b"<configuration><property>", content_type="application/xml", **oozie.headers)
+    response = oozie.client.post("/oozie/v2/jobs", b"<configuration><property>", content_type="application/xml", headers=oozie.headers)
     assert error_of(response)[:2] == (400, "E0700")
-    response = oozie.client.post("/oozie/v2/jobs", b"<!DOCTYPE x [<!ENTITY e 'x'>]><configuration/>", content_type="application/xml", **oozie.headers)
+    response = oozie.client.post("/oozie/v2/jobs", b"<!DOCTYPE x [<!ENTITY e 'x'>]><configuration/>", content_type="application/xml", headers=oozie.headers)
     assert error_of(response)[:2] == (400, "E0700")
     assert error_of(oozie.submit({"start": "x"}))[:2] == (400, "E0405")
     assert error_of(oozie.submit({"oozie.wf.application.path": "hdfs://nn/wf"}))[:2] == (400, "E1008")
@@ -252,7 +243,6 @@ def test_submission_refusals(ann: User) -> None:
     assert CoordinatorJob.objects.count() == 0 and Command.objects.count() == 0
 
 
-@needs_submit_from_properties
 @pytest.mark.parametrize("action", [None, "start"])
 def test_submit_hadoop_xml_configuration(ann: User, tmp_path: Path, action: str | None) -> None:
     """POST jobs with a Hadoop XML configuration: 201 {"id"}; action=start runs it, without it stays PREP."""
@@ -265,7 +255,6 @@ def test_submit_hadoop_xml_configuration(ann: User, tmp_path: Path, action: str 
     assert job.owner == ann and job.status == (JobStatus.RUNNING if action else JobStatus.PREP)
 
 
-@needs_submit_from_properties
 @pytest.mark.parametrize(
     ("xml", "properties", "code", "named"),
     [
@@ -282,7 +271,6 @@ def test_submitted_application_errors(ann: User, tmp_path: Path, xml: str, prope
     assert CoordinatorJob.objects.count() == 0 and Command.objects.count() == 0
 
 
-@needs_dryrun
 def test_dryrun_submission_and_job(ann: User, tmp_path: Path) -> None:
     """POST jobs?action=dryrun plans without storing ({"id": <plan text>}); PUT job?action=dryrun re-plans a job."""
     properties = {"oozie.coord.application.path": f"file://{app_dir(tmp_path)}", **window()}
