@@ -111,7 +111,8 @@ def error_response(error: OozieError) -> HttpResponse:
     body = json.dumps({"error": {"code": error.code, "message": error.message}})
     response = HttpResponse(body, status=error.http_status, content_type="application/json;charset=UTF-8")
     response["oozie-error-code"] = error.code
-    response["oozie-error-message"] = error.message
+    # Java clients read headers as ISO-8859-1: keep them ASCII (`\u0100` escapes); the body has the text.
+    response["oozie-error-message"] = error.message.encode("ascii", "backslashreplace").decode("ascii")
     if error.http_status == 401:
         response["WWW-Authenticate"] = 'Basic realm="oozie", charset="UTF-8"'
     return response
