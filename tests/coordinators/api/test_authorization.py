@@ -1,4 +1,4 @@
-"""Who may suspend, kill and rerun a job, through every interface: owner, ACL users and groups, admins; nobody else."""
+"""Who may suspend, kill and rerun a job, through every interface (native API, Oozie API, CLI, admin): owner, ACL users and groups, admins; nobody else."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import io
 from collections.abc import Callable
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
@@ -93,3 +94,33 @@ def test_owner_acl_and_admins_may_act(job: CoordinatorJob, ann: User, carol: Use
     after = CoordinatorJob.objects.get(pk=job.pk).status
     expected = {"suspend": JobStatus.SUSPENDED, "kill": JobStatus.KILLED, "rerun": JobStatus.RUNNING}[verb]
     assert after == expected
+
+
+ADMIN_JOBS = "/admin/coordinators/coordinatorjob/"
+
+
+@pytest.mark.parametrize("verb", ["suspend", "kill"])
+def test_admin_actions_are_for_admins_only(job: CoordinatorJob, bob: User, verb: str) -> None:
+    """Through the admin, a plain user (not staff) and a staff user with view-only rights queue nothing.
+
+    The admin has no rerun action (rerun goes through the APIs and the CLI); staff with change rights
+    are admins for job permissions (coordinators.permissions.is_admin) and may act on every job.
+    """
+    viewer = user("viewer", staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_coordinatorjob"))
+    editor = user("editor", staff=True)
+    editor.user_permissions.add(*Permission.objects.filter(codename__in=["view_coordinatorjob", "change_coordinatorjob"]))
+    form = {"action": f"{verb}_jobs", "_selected_action": [job.pk]}
+    commands = Command.objects.count()
+    for account in (bob, viewer):
+        browser = Client()
+        browser.force_login(account)
+        response = browser.post(ADMIN_JOBS, form)
+        assert response.status_code in (200, 302, 403), account
+        assert Command.objects.count() == commands, account
+    assert CoordinatorJob.objects.get(pk=job.pk).status == JobStatus.RUNNING
+    browser = Client()
+    browser.force_login(editor)
+    page = browser.post(ADMIN_JOBS, form, follow=True).content.decode()
+    assert f"queued for 1 job(s): {job.pk}" in page
+    assert Command.objects.count() == commands + 1
