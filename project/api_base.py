@@ -182,6 +182,9 @@ class DomainViewSet(viewsets.GenericViewSet[Any]):
 
     def handle_exception(self, exc: Exception) -> Response:
         """Typed domain errors become DRF errors with the right status and a message naming the problem."""
+        key = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field) if hasattr(self, "kwargs") else None
+        if isinstance(exc, ObjectDoesNotExist) and key is not None:
+            exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} {key!r} does not exist")
         return super().handle_exception(translate_error(exc, self.conflict_errors))
 
 

@@ -56,7 +56,7 @@ def test_versions_and_admin_answer_anonymous_callers() -> None:
 
 
 def test_everything_else_needs_credentials(ann: User) -> None:
-    """Anonymous job reads and writes: 401 E0500 with a basic challenge; bad credentials too; nothing written."""
+    """Anonymous job reads and writes: 401 E0500 with a basic challenge; bad credentials and session cookies too; nothing written."""
     job = running_job(ann)
     anonymous = Oozie(None)
     for response in (
@@ -67,6 +67,9 @@ def test_everything_else_needs_credentials(ann: User) -> None:
     ):
         assert error_of(response)[:2] == (401, "E0500")
         assert response.headers["WWW-Authenticate"].startswith("Basic")
+    browser = Oozie(None)
+    browser.client.force_login(ann)  # a session cookie is not a credential here (no CSRF exposure)
+    assert error_of(browser.put(f"job/{job.id}", action="kill"))[:2] == (401, "E0500")
     wrong = Oozie(None)
     wrong.headers["Authorization"] = "Basic " + "YW5uOndyb25n"  # ann:wrong
     assert error_of(wrong.get("admin/status"))[:2] == (401, "E0500")

@@ -159,6 +159,7 @@ def test_unknown_ids_are_404(ann: User) -> None:
     for verb in ("start", "suspend", "resume", "kill"):
         response = api(ann).post(f"{JOBS}{missing}/{verb}/")
         assert response.status_code == 404, (verb, response.content)
+        assert response.json()["detail"] == f"CoordinatorJob '{missing}' does not exist"
     assert api(ann).get(f"/api/v1/coordinator-actions/{missing}@1/").status_code == 404
 
 
