@@ -100,6 +100,9 @@ class CoordinatorJob(models.Model):
             ),
             models.Index(fields=["pending"], condition=Q(pending=True), name="coord_job_pending_idx"),
             models.Index(fields=["owner", "-created_at"], name="coord_job_owner_idx"),
+            # API lists (native and Oozie) page through jobs newest first, all or of one status.
+            models.Index(fields=["created_at", "id"], name="coord_job_created_idx"),
+            models.Index(fields=["status", "created_at", "id"], name="coord_job_status_created_idx"),
             # Pause service: jobs with a pause time; status service: running jobs done materializing.
             models.Index(fields=["pause_time"], condition=Q(pause_time__isnull=False), name="coord_job_pause_idx"),
             models.Index(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import SimpleRouter
 
+from coordinators.api import urls as coordinator_urls
 from datasets.api.views import DatasetEventViewSet
 from xcommands.api.views import KeyedJobViewSet
 
@@ -13,6 +14,10 @@ router.register("keyed-jobs", KeyedJobViewSet, basename="keyed-job")
 router.register("dataset-events", DatasetEventViewSet, basename="dataset-event")
 
 # name shown in the API root -> URL name of the collection.
-ROOT_LINKS: dict[str, str] = {"keyed-jobs": "keyed-job-list", "dataset-events": "dataset-event-list"}
+ROOT_LINKS: dict[str, str] = {
+    "keyed-jobs": "keyed-job-list",
+    "dataset-events": "dataset-event-list",
+    **coordinator_urls.ROOT_LINKS,
+}
 
-urlpatterns: list[URLPattern | URLResolver] = [*router.urls]
+urlpatterns: list[URLPattern | URLResolver] = [*router.urls, *coordinator_urls.urlpatterns]

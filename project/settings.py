@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "xcommands",
     "datasets",
     "coordinators",
+    "oozieapi",
     "bundles",
     "batches",
     "statusservice",
@@ -256,6 +257,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Coordinators, bundles, batches and keyed jobs.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several models have a `status`; name each enum after its entity.
+    "ENUM_NAME_OVERRIDES": {
+        "CoordinatorJobStatusEnum": "coordinators.choices.JobStatus",
+        "CoordinatorActionStatusEnum": "coordinators.choices.ActionStatus",
+        "KeyedJobStatusEnum": "xcommands.choices.CommandStatus",
+    },
 }
 
 LOGGING = {

@@ -1,4 +1,4 @@
-"""URL routes: admin, native API, OpenAPI schema and docs, health."""
+"""URL routes: admin, native API, OpenAPI schema and docs, Oozie Web Services API, health."""
 
 from __future__ import annotations
 
@@ -16,4 +16,5 @@ urlpatterns = [
     path("api/v1/", include("project.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("oozie/", include("oozieapi.urls")),
 ]

@@ -33,11 +33,18 @@ def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dic
     return run_trigger_latency_bench(options["jobs"], options["minutes"], options["workers"], log)
 
 
+def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from coordinators.api.benchmarks import run_api_pages_bench
+
+    return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"], log)
+
+
 BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str, Any]]] = {
     "keyed-queue": _keyed_queue,
     "materialize-plan": _materialize_plan,
     "materialize": _materialize,
     "trigger-latency": _trigger_latency,
+    "api-pages": _api_pages,
 }
 
 
@@ -56,13 +63,16 @@ class Command(BaseCommand):
         parser.add_argument("--actions", type=int, default=100_000, help="materialize(-plan): actions to create or plan")
         parser.add_argument("--jobs", type=int, default=500, help="trigger-latency: coordinators to run")
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
+        parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
+        parser.add_argument("--job-actions", type=int, default=50_000, help="api-pages: actions of the big job")
+        parser.add_argument("--repeat", type=int, default=30, help="api-pages: requests timed per page")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch to the named benchmark."""
         runner = BENCHMARKS.get(options["name"])
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
-        for name in ("commands", "keys", "workers", "actions", "jobs", "minutes"):
+        for name in ("commands", "keys", "workers", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat"):
             if name in options and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 

@@ -1,0 +1,1 @@
+"""The native REST API of coordinators (serializers, filters, views, urls)."""

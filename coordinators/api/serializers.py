@@ -1,0 +1,169 @@
+"""Serializers of the coordinator API: jobs and actions out, submissions and verbs in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from coordinators.choices import ActionStatus, JobStatus
+from coordinators.definitions import load_configuration
+from coordinators.models import CoordinatorAction, CoordinatorJob
+
+APP_PATH_PROPERTY = "oozie.coord.application.path"
+MAX_DEFINITION_CHARS = 1_048_576
+
+
+class CoordinatorJobSerializer(serializers.ModelSerializer[CoordinatorJob]):
+    """A coordinator job: controls, status and progress (lists leave out definition and configuration)."""
+
+    user = serializers.CharField(source="owner.username", read_only=True, help_text="the owner (who submitted it)")
+    url = serializers.SerializerMethodField(help_text="this job in the native API")
+    actions_url = serializers.SerializerMethodField(help_text="the job's actions, paginated")
+
+    class Meta:
+        model = CoordinatorJob
+        fields = [
+            "id", "url", "actions_url", "app_name", "app_path", "user", "acl", "status", "pending",
+            "frequency", "time_unit", "timezone", "start_time", "end_time", "pause_time", "timeout",
+            "concurrency", "execution", "throttle", "last_action_number", "next_materialize_at",
+            "done_materializing", "created_at", "last_modified",
+        ]
+        read_only_fields = fields
+
+    def get_url(self, obj: CoordinatorJob) -> str:
+        """Absolute URL of the job."""
+        return reverse("coordinator-job-detail", args=[obj.pk], request=self.context.get("request"))
+
+    def get_actions_url(self, obj: CoordinatorJob) -> str:
+        """Absolute URL of the job's actions."""
+        return reverse("coordinator-job-actions", args=[obj.pk], request=self.context.get("request"))
+
+
+class CoordinatorJobDetailSerializer(CoordinatorJobSerializer):
+    """A coordinator job with its definition and job properties."""
+
+    class Meta(CoordinatorJobSerializer.Meta):
+        fields = [*CoordinatorJobSerializer.Meta.fields, "configuration", "definition"]
+        read_only_fields = fields
+
+
+class CoordinatorActionSerializer(serializers.ModelSerializer[CoordinatorAction]):
+    """One materialized action: nominal time, status, resolved inputs and outputs, the launched task."""
+
+    job = serializers.CharField(source="job_id", read_only=True, help_text="the coordinator job's id")
+
+    class Meta:
+        model = CoordinatorAction
+        fields = [
+            "id", "job", "number", "nominal_time", "created_time", "status", "pending",
+            "missing_dependencies", "data_in", "data_out", "run_conf", "external_id",
+            "error_message", "sla", "last_modified",
+        ]
+        read_only_fields = fields
+
+
+class PropertiesField(serializers.DictField):
+    """Job properties: string names (no NUL, at most 255 characters) to string values."""
+
+    child = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=65_536)
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        """Check the names too (values are checked by the child field)."""
+        values: dict[str, str] = super().to_internal_value(data)
+        for name in values:
+            if not name.strip() or "\x00" in name or len(name) > 255:
+                raise serializers.ValidationError(f"bad property name {name[:40]!r}")
+        return values
+
+
+class SubmissionSerializer(serializers.Serializer[dict[str, Any]]):
+    """A submission: the coordinator XML inline, or an application path; properties; start or not."""
+
+    definition = serializers.CharField(
+        required=False, trim_whitespace=False, max_length=MAX_DEFINITION_CHARS,
+        help_text="the coordinator XML inline (else oozie.coord.application.path is read)",
+    )
+    app_path = serializers.CharField(
+        required=False, max_length=1024,
+        help_text="oozie.coord.application.path: the coordinator.xml or its directory (file://, or an allowed fsspec URI)",
+    )
+    configuration = serializers.CharField(
+        required=False, trim_whitespace=False, max_length=MAX_DEFINITION_CHARS,
+        help_text="job properties as a Hadoop XML <configuration> or .properties text",
+    )
+    properties = PropertiesField(required=False, help_text="job properties (override those of `configuration`)")
+    start = serializers.BooleanField(default=True, help_text="start the job at once (else it stays PREP until `start`)")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Merge the configuration text, the properties and app_path; one source of the definition."""
+        merged: dict[str, str] = {}
+        if "configuration" in attrs:
+            try:
+                merged.update(load_configuration(attrs["configuration"], "configuration"))
+            except ValueError as exc:
+                raise serializers.ValidationError({"configuration": " ".join(str(exc).split())}) from None
+        merged.update(attrs.get("properties", {}))
+        if "app_path" in attrs:
+            merged[APP_PATH_PROPERTY] = attrs["app_path"]
+        if "definition" not in attrs and not merged.get(APP_PATH_PROPERTY):
+            raise serializers.ValidationError(
+                {"definition": f"give the coordinator XML inline, or app_path ({APP_PATH_PROPERTY})"}
+            )
+        attrs["merged_properties"] = merged
+        return attrs
+
+
+class DryRunSerializer(SubmissionSerializer):
+    """A dry-run: a submission that is only planned, never stored."""
+
+    start = None  # type: ignore[assignment]
+    max_actions = serializers.IntegerField(default=100, min_value=1, max_value=1000, help_text="plan at most this many actions")
+
+
+class DryRunResultSerializer(serializers.Serializer[dict[str, Any]]):
+    """The plans of the first actions (the dry-run JSON shape)."""
+
+    actions = serializers.ListField(child=serializers.DictField(), help_text="number, nominal_time, data_in, data_out, app_path, configuration")
+
+
+class ChangeSerializer(serializers.Serializer[dict[str, Any]]):
+    """Oozie's change value (`endtime=...;concurrency=...;pausetime=...;status=RUNNING`) or its parts."""
+
+    value = serializers.CharField(required=False, max_length=1024, help_text="endtime=2026-12-01T05:00Z;concurrency=4;pausetime=;status=RUNNING")
+    endtime = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    concurrency = serializers.CharField(required=False, max_length=16)
+    pausetime = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    status = serializers.CharField(required=False, max_length=32)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Exactly one form: the value string, or the parts (joined into the value string)."""
+        parts = [f"{name}={attrs[name]}" for name in ("endtime", "concurrency", "pausetime", "status") if name in attrs]
+        if bool(parts) == ("value" in attrs):
+            raise serializers.ValidationError({"value": "give either value or endtime/concurrency/pausetime/status"})
+        for text in parts:
+            if ";" in text:
+                raise serializers.ValidationError({"value": f"{text!r}: ';' separates parts"})
+        attrs["value"] = attrs.get("value") or ";".join(parts)
+        return attrs
+
+
+class RerunSerializer(serializers.Serializer[dict[str, Any]]):
+    """Which actions to run again (DG_CoordinatorRerun)."""
+
+    type = serializers.ChoiceField(choices=["action", "date"], help_text="scope is action numbers or nominal-time ranges")
+    scope = serializers.CharField(max_length=4096, help_text="`1,3-4` or `2009-01-01T01:00Z::2009-01-01T03:00Z`")
+    refresh = serializers.BooleanField(default=False, help_text="re-resolve the input events")
+    nocleanup = serializers.BooleanField(default=False, help_text="keep the output instances")
+    failed = serializers.BooleanField(default=False, help_text="only actions that FAILED")
+
+
+class RerunResultSerializer(serializers.Serializer[dict[str, Any]]):
+    """The actions queued to run again."""
+
+    actions = CoordinatorActionSerializer(many=True)
+
+
+JOB_STATUSES = tuple(JobStatus.values)
+ACTION_STATUSES = tuple(ActionStatus.values)

@@ -1,0 +1,182 @@
+"""Coordinator API: submit, dry-run, list, read, and the verbs start/suspend/resume/kill/change/rerun.
+
+Views parse input and call the domain actions in `coordinators.services` (the same ones the CLI
+and the admin call); those check permissions and refuse illegal transitions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from coordinators import services
+from coordinators.api.filters import (
+    AllCoordinatorActionFilterSet,
+    CoordinatorActionFilterSet,
+    CoordinatorJobFilterSet,
+    readable_jobs,
+)
+from coordinators.api.serializers import (
+    ChangeSerializer,
+    CoordinatorActionSerializer,
+    CoordinatorJobDetailSerializer,
+    CoordinatorJobSerializer,
+    DryRunResultSerializer,
+    DryRunSerializer,
+    RerunResultSerializer,
+    RerunSerializer,
+    SubmissionSerializer,
+)
+from coordinators.api.submissions import submitter_properties
+from coordinators.choices import IllegalTransition
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from project.api_base import ERROR_BODY, DomainViewSet, accepted
+
+ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
+VERB_ERRORS = {**ERRORS, 409: ERROR_BODY}
+ORDER = OpenApiParameter(
+    "order", OpenApiTypes.STR, OpenApiParameter.QUERY, enum=["asc", "desc"],
+    description="by action number: asc (default, @1 first) or desc (latest first)",
+)
+
+
+def _valid(serializer_class: type[BaseSerializer[Any]], request: Request) -> dict[str, Any]:
+    incoming = serializer_class(data=request.data)
+    incoming.is_valid(raise_exception=True)
+    return dict(incoming.validated_data)
+
+
+def _verb_schema(summary: str, request: Any = None) -> Any:
+    return extend_schema(summary=summary, request=request, responses={202: CoordinatorJobSerializer, **VERB_ERRORS})
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List coordinator jobs (newest first)", responses={200: CoordinatorJobSerializer(many=True), 400: ERROR_BODY}),
+    retrieve=extend_schema(summary="A coordinator job with its definition and properties", responses={200: CoordinatorJobDetailSerializer, 404: ERROR_BODY}),
+)
+class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainViewSet):
+    """Coordinator jobs: everybody authenticated reads (unless COORD_RESTRICT_READS); owner, ACL and admins act."""
+
+    serializer_class = CoordinatorJobSerializer
+    filtersets = {"list": CoordinatorJobFilterSet, "actions": CoordinatorActionFilterSet}
+    conflict_errors = (IllegalTransition,)
+
+    def get_queryset(self) -> QuerySet[CoordinatorJob]:
+        """Readable jobs; lists newest first without the large text columns."""
+        queryset = readable_jobs(CoordinatorJob.objects.select_related("owner"), self.request.user)
+        if self.action == "list":
+            queryset = queryset.defer("definition", "configuration").order_by("-created_at", "-id")
+        return queryset
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        """Details carry the definition and configuration."""
+        return CoordinatorJobDetailSerializer if self.action == "retrieve" else CoordinatorJobSerializer
+
+    @extend_schema(summary="Submit a coordinator job", request=SubmissionSerializer,
+                   responses={201: CoordinatorJobDetailSerializer, **ERRORS})
+    def create(self, request: Request) -> Response:
+        """Validate, resolve and store a job (and start it unless start=false); nothing is stored on refusal."""
+        data = _valid(SubmissionSerializer, request)
+        properties = submitter_properties(data["merged_properties"], request.user)
+        if "definition" in data:
+            job = services.submit_coordinator(data["definition"], properties, owner=request.user, start=data["start"])
+        else:
+            job = services.submit_from_properties(properties, owner=request.user, start=data["start"])
+        job = CoordinatorJob.objects.select_related("owner").get(pk=job.pk)
+        return Response(CoordinatorJobDetailSerializer(job, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Plan a submission's first actions without storing anything", request=DryRunSerializer,
+                   responses={200: DryRunResultSerializer, **ERRORS})
+    @action(detail=False, methods=["post"])
+    def dryrun(self, request: Request) -> Response:
+        """The plans of the first `max_actions` actions (the definition inline or read from app_path)."""
+        data = _valid(DryRunSerializer, request)
+        properties = submitter_properties(data["merged_properties"], request.user)
+        result = services.dryrun_submission(
+            data.get("definition"), properties, owner=request.user, now=timezone.now(), max_actions=data["max_actions"],
+        )
+        return Response(result)
+
+    @extend_schema(summary="The job's actions, paginated", parameters=[ORDER],
+                   responses={200: CoordinatorActionSerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def actions(self, request: Request, pk: str) -> Response:
+        """Actions of one job by number, filtered by status and nominal time."""
+        job = self.get_object()
+        order = request.query_params.get("order", "asc")
+        if order not in ("asc", "desc"):
+            raise ValidationError({"order": "asc or desc"})
+        queryset = self.filter_queryset(CoordinatorAction.objects.filter(job_id=job.pk))
+        page = self.paginate_queryset(queryset.order_by("number" if order == "asc" else "-number"))
+        return self.get_paginated_response(CoordinatorActionSerializer(page, many=True).data)
+
+    @_verb_schema("Start a job submitted with start=false (PREP)")
+    @action(detail=True, methods=["post"])
+    def start(self, request: Request, pk: str) -> Response:
+        """Queue the start."""
+        return accepted(CoordinatorJobSerializer, services.start_job(pk, actor=request.user), request)
+
+    @_verb_schema("Suspend a job (no new actions, running ones go on)")
+    @action(detail=True, methods=["post"])
+    def suspend(self, request: Request, pk: str) -> Response:
+        """Queue the suspension."""
+        return accepted(CoordinatorJobSerializer, services.control(pk, "suspend", actor=request.user), request)
+
+    @_verb_schema("Resume a suspended job (missed actions are created)")
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str) -> Response:
+        """Queue the resumption."""
+        return accepted(CoordinatorJobSerializer, services.control(pk, "resume", actor=request.user), request)
+
+    @_verb_schema("Kill a job and its unfinished actions")
+    @action(detail=True, methods=["post"])
+    def kill(self, request: Request, pk: str) -> Response:
+        """Queue the kill."""
+        return accepted(CoordinatorJobSerializer, services.control(pk, "kill", actor=request.user), request)
+
+    @_verb_schema("Change end time, concurrency or pause time", request=ChangeSerializer)
+    @action(detail=True, methods=["post"])
+    def change(self, request: Request, pk: str) -> Response:
+        """Queue the change (Oozie's rules: no end before the last action, no change of a KILLED job ...)."""
+        data = _valid(ChangeSerializer, request)
+        return accepted(CoordinatorJobSerializer, services.change_job(pk, data["value"], actor=request.user), request)
+
+    @extend_schema(summary="Run actions again, by number or nominal-time range", request=RerunSerializer,
+                   responses={202: RerunResultSerializer, **VERB_ERRORS})
+    @action(detail=True, methods=["post"])
+    def rerun(self, request: Request, pk: str) -> Response:
+        """Queue the rerun of the chosen actions (DG_CoordinatorRerun)."""
+        data = _valid(RerunSerializer, request)
+        actions = services.rerun_job(
+            pk, actor=request.user, rerun_type=data["type"], scope=data["scope"],
+            refresh=data["refresh"], nocleanup=data["nocleanup"], failed=data["failed"],
+        )
+        body = {"actions": CoordinatorActionSerializer(actions, many=True).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List coordinator actions (by job, then number)", responses={200: CoordinatorActionSerializer(many=True), 400: ERROR_BODY}),
+    retrieve=extend_schema(summary="One coordinator action (`<job id>@<number>`)", responses={200: CoordinatorActionSerializer, 404: ERROR_BODY}),
+)
+class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainViewSet):
+    """Coordinator actions of the jobs the caller may read."""
+
+    serializer_class = CoordinatorActionSerializer
+    filtersets = {"list": AllCoordinatorActionFilterSet}
+
+    def get_queryset(self) -> QuerySet[CoordinatorAction]:
+        """Actions of readable jobs, ordered by job and number (the unique index)."""
+        queryset = CoordinatorAction.objects.all()
+        queryset = readable_jobs(queryset, self.request.user, prefix="job__")
+        return queryset.order_by("job_id", "number")

@@ -1,0 +1,118 @@
+"""Oozie's error answers: an HTTP status plus `oozie-error-code` and `oozie-error-message` headers.
+
+Oozie clients read only those two headers (OozieClient.handleError), so every refusal, from
+a bad parameter to an illegal transition, carries an Oozie error code and a message that
+names the problem, formatted as Oozie formats it (`E0604: Job does not exist [...]`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
+from django.http import HttpResponse
+
+from coordinators.choices import IllegalTransition
+from coordinators.definitions import (
+    DocumentTooLargeError,
+    IncludeError,
+    MalformedXMLError,
+    SchemaValidationError,
+    UnsafeXMLError,
+    UnsupportedNamespaceError,
+)
+from coordinators.permissions import JobPermissionDenied
+
+# The subset of Oozie's ErrorCode templates this service answers with (same codes, same text).
+TEMPLATES = {
+    "E0300": "Invalid content-type [{0}]",
+    "E0301": "Invalid resource [{0}]",
+    "E0302": "Invalid parameter [{0}]",
+    "E0303": "Invalid parameter value, [{0}] = [{1}]",
+    "E0305": "Missing parameter [{0}]",
+    "E0405": "Submission request doesn't have any application or lib path",
+    "E0420": "Invalid jobs filter [{0}], {1}",
+    "E0421": "Invalid job filter [{0}], {1}",
+    "E0500": "Not authorized, {0}",
+    "E0509": "User [{0}] not authorized for Coord job [{1}]",
+    "E0604": "Job does not exist [{0}]",
+    "E0605": "Action does not exist [{0}]",
+    "E0700": "XML error, {0}",
+    "E0701": "XML schema error, {0}",
+    "E1001": "Could not read the coordinator job definition, {0}",
+    "E1003": "Invalid coordinator application attributes, {0}",
+    "E1004": "Expression language evaluation error, {0}",
+    "E1008": "Not implemented. [{0}]",
+    "E1015": "Invalid coordinator job change value {0}, {1}",
+    "E1018": "Coord Job Rerun Error: {0}",
+    "E1025": "Coord status transit error: [{0}]",
+}
+MAX_MESSAGE = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+class OozieError(Exception):
+    """A refusal as Oozie words it: HTTP status, error code, formatted message."""
+
+    def __init__(self, http_status: int, code: str, *args: object) -> None:
+        self.http_status = http_status
+        self.code = code
+        self.message = f"{code}: {TEMPLATES[code].format(*(one_line(str(a)) for a in args))}"
+        super().__init__(self.message)
+
+
+def one_line(text: str) -> str:
+    """A header-safe message: no line breaks or control characters, bounded length."""
+    return " ".join(_CONTROL.sub(" ", text).split())[:MAX_MESSAGE]
+
+
+def bad_parameter(name: str, value: object) -> OozieError:
+    """E0303 for a parameter whose value is not accepted."""
+    return OozieError(400, "E0303", name, value)
+
+
+def from_exception(exc: Exception, *, job_id: str = "", verb: str = "", user: str = "") -> OozieError | None:
+    """The Oozie error answering a domain error; None for anything unexpected (a real bug)."""
+    if isinstance(exc, OozieError):
+        return exc
+    if isinstance(exc, RequestDataTooBig):
+        return OozieError(400, "E0700", "the request body is too large")
+    if isinstance(exc, ObjectDoesNotExist):
+        return OozieError(400, "E0605" if "@" in job_id else "E0604", job_id or str(exc))
+    if isinstance(exc, JobPermissionDenied):
+        # Oozie answers 401 here; 403 says "authenticated, not allowed" and keeps clients from
+        # retrying the authentication handshake.
+        if job_id:
+            return OozieError(403, "E0509", user, job_id)
+        return OozieError(403, "E0500", str(exc))
+    if verb == "change" and isinstance(exc, ValueError):
+        return OozieError(400, "E1015", "", str(exc))
+    if verb == "rerun" and isinstance(exc, ValueError):
+        return OozieError(400, "E1018", str(exc))
+    if isinstance(exc, IllegalTransition):
+        return OozieError(400, "E1025", str(exc))
+    if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):
+        return OozieError(400, "E0700", str(exc))
+    if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
+        return OozieError(400, "E0701", str(exc))
+    if isinstance(exc, IncludeError):
+        return OozieError(400, "E1001", str(exc))
+    if isinstance(exc, ValueError):
+        text = str(exc)
+        if "unresolved variable" in text or "cannot be resolved" in text:
+            return OozieError(400, "E1004", text)
+        return OozieError(400, "E1003", text)
+    return None
+
+
+def error_response(error: OozieError) -> HttpResponse:
+    """The answer Oozie gives: status, the two headers (a JSON body too, for people using curl)."""
+    body = json.dumps({"error": {"code": error.code, "message": error.message}})
+    response = HttpResponse(body, status=error.http_status, content_type="application/json;charset=UTF-8")
+    response["oozie-error-code"] = error.code
+    # Java clients read headers as ISO-8859-1: keep them ASCII (`\u0100` escapes); the body has the text.
+    response["oozie-error-message"] = error.message.encode("ascii", "backslashreplace").decode("ascii")
+    if error.http_status == 401:
+        response["WWW-Authenticate"] = 'Basic realm="oozie", charset="UTF-8"'
+    return response

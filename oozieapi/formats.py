@@ -1,0 +1,128 @@
+"""Coordinator jobs and actions in Oozie's JSON (JsonTags names, RFC 822 times, statuses as Oozie's)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, tzinfo
+from functools import lru_cache
+from typing import Any
+from zoneinfo import ZoneInfo, available_timezones
+
+from coordinators.definitions import DefinitionError, serialize_hadoop_configuration
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from oozieapi.errors import bad_parameter
+
+APP_PATH_PROPERTY = "oozie.coord.application.path"
+# What Oozie's externalStatus says about the launched work, from the action's status.
+EXTERNAL_STATUS = {"SUBMITTED": "PREP", "RUNNING": "RUNNING", "SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
+
+
+def display_timezone(name: str | None) -> tzinfo:
+    """The `timezone` parameter (GMT when missing); E0303 for an unknown zone."""
+    if name is None or name in ("GMT", "UTC", "Z", ""):
+        return UTC
+    if name not in _zone_names():
+        raise bad_parameter("timezone", name)
+    return ZoneInfo(name)
+
+
+def rfc822(value: datetime | None, zone: tzinfo = UTC) -> str | None:
+    """`Fri, 23 Nov 2026 10:00:00 GMT` (Oozie's JsonUtils.formatDateRfc822); None stays None."""
+    if value is None:
+        return None
+    local = value.astimezone(zone)
+    name = "GMT" if zone is UTC else (local.tzname() or "GMT")
+    return local.strftime("%a, %d %b %Y %H:%M:%S ") + name
+
+
+def configuration_xml(values: Mapping[str, Any]) -> str | None:
+    """Properties as the Hadoop XML `<configuration>` string Oozie puts in `conf`/`runConf`."""
+    try:
+        return serialize_hadoop_configuration({str(k): _text(v) for k, v in values.items()}).decode("utf-8")
+    except DefinitionError:
+        return None  # a name XML cannot carry; the native API still shows the values
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def job_json(
+    job: CoordinatorJob, actions: Iterable[CoordinatorAction] = (), *, total: int = 0,
+    zone: tzinfo = UTC, with_conf: bool = True,
+) -> dict[str, Any]:
+    """A coordinator job as CoordinatorJobBean.toJSONObject writes it (plus createdTime, as the docs show)."""
+    acl = job.acl or None
+    return {
+        "coordJobPath": job.configuration.get(APP_PATH_PROPERTY) or job.app_path or None,
+        "coordJobName": job.app_name,
+        "coordJobId": job.id,
+        "coordExternalId": None,
+        "bundleId": None,
+        "conf": configuration_xml(job.configuration) if with_conf else None,
+        "status": job.status,
+        "executionPolicy": job.execution,
+        "frequency": job.frequency,
+        "timeUnit": job.time_unit,
+        "timeZone": job.timezone,
+        "concurrency": job.concurrency,
+        "timeOut": job.timeout,
+        "lastAction": rfc822(job.next_materialize_at, zone),
+        "nextMaterializedTime": rfc822(job.next_materialize_at, zone),
+        "startTime": rfc822(job.start_time, zone),
+        "endTime": rfc822(job.end_time, zone),
+        "pauseTime": rfc822(job.pause_time, zone),
+        "createdTime": rfc822(job.created_at, zone),
+        "user": job.owner.get_username(),
+        "group": acl,
+        "acl": acl,
+        "consoleUrl": None,
+        "mat_throttling": job.throttle,
+        "actions": [action_json(action, zone) for action in actions],
+        "toString": f"Coordinator application id[{job.id}] status[{job.status}]",
+        "total": total,
+    }
+
+
+def action_json(action: CoordinatorAction, zone: tzinfo = UTC) -> dict[str, Any]:
+    """A coordinator action as JsonCoordinatorAction.toJSONObject writes it."""
+    conf = configuration_xml(action.run_conf) if action.run_conf else None
+    return {
+        "id": action.id,
+        "coordJobId": action.job_id,
+        "type": None,
+        "actionNumber": action.number,
+        "createdConf": conf,
+        "createdTime": rfc822(action.created_time, zone),
+        "nominalTime": rfc822(action.nominal_time, zone),
+        "externalId": action.external_id or None,
+        "status": action.status,
+        "runConf": conf,
+        "lastModifiedTime": rfc822(action.last_modified, zone),
+        "missingDependencies": "#".join(str(uri) for uri in action.missing_dependencies) or None,
+        "pushMissingDependencies": None,
+        "externalStatus": EXTERNAL_STATUS.get(action.status) if action.external_id else None,
+        "trackerUri": None,
+        "consoleUrl": None,
+        "errorCode": None,
+        "errorMessage": action.error_message or None,
+    }
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+@lru_cache(maxsize=1)
+def available_timezones_json() -> dict[str, list[dict[str, str]]]:
+    """Every zone with its standard abbreviation, as /admin/available-timezones lists them."""
+    winter, summer = datetime(2026, 1, 15, tzinfo=UTC), datetime(2026, 7, 15, tzinfo=UTC)
+    zones = []
+    for name in sorted(_zone_names()):
+        zone = ZoneInfo(name)
+        local = next((m.astimezone(zone) for m in (winter, summer) if not m.astimezone(zone).dst()), winter.astimezone(zone))
+        zones.append({"timezoneDisplayName": f"{local.tzname()} ({name})", "timezoneId": name})
+    return {"available-timezones": zones}

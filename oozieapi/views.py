@@ -1,0 +1,284 @@
+"""The Oozie Web Services API (v1, v2) for coordinator jobs, on the same domain actions as everything else.
+
+Endpoints: /versions, /v{1,2}/admin/{status,build-version,available-timezones}, /v{1,2}/jobs
+(GET list, POST submit with a Hadoop XML configuration), /v{1,2}/job/{id} (GET info, definition,
+log, errorlog, status; PUT start, suspend, resume, kill, change, rerun, dryrun) and /job/{id}@{n}.
+Views parse Oozie's parameters and call `coordinators.services`; errors become Oozie's
+`oozie-error-code` / `oozie-error-message` answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+
+from coordinators import services
+from coordinators.api.filters import readable_jobs
+from coordinators.api.submissions import submitter_properties
+from coordinators.definitions import parse_hadoop_configuration
+from coordinators.dryrun import as_text
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.permissions import check_read
+from oozieapi.auth import authenticate
+from oozieapi.errors import OozieError, bad_parameter, error_response, from_exception
+from oozieapi.filters import MAX_LEN, bool_parameter, filter_actions, filter_jobs, int_parameter
+from oozieapi.formats import (
+    APP_PATH_PROPERTY,
+    action_json,
+    available_timezones_json,
+    display_timezone,
+    job_json,
+)
+from oozieapi.joblog import job_log, parse_log_filter
+
+PROTOCOL_VERSIONS = [1, 2]
+MAX_OFFSET = 2**31 - 1
+OTHER_APPLICATIONS = ("oozie.wf.application.path", "oozie.bundle.application.path", "oozie.jobs.api.generated.xml")
+_JOB_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}(@[0-9]{1,9})?$")
+XML_TYPES = ("application/xml", "text/xml")
+
+
+def json_response(data: Any, status: int = 200) -> HttpResponse:
+    """JSON as Oozie sends it (`application/json;charset=UTF-8`)."""
+    return HttpResponse(json.dumps(data), status=status, content_type="application/json;charset=UTF-8")
+
+
+def _build_version() -> str:
+    try:
+        return version("oozie-py")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class OozieView(View):
+    """Base: authenticate (basic or token header), dispatch, answer errors the Oozie way.
+
+    No session cookies are accepted, hence no CSRF tokens (see oozieapi.auth). Anonymous callers
+    may only GET views marked `anonymous_get` (protocol negotiation and system status).
+    """
+
+    anonymous_get = False
+    http_method_names = ["get", "head"]
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        """Every failure a caller can cause is a 4xx with Oozie's error headers; anything else is a bug."""
+        self.caller: Any = None
+        self.verb = ""
+        try:
+            self.caller = authenticate(request)
+            if self.caller is None and not (self.anonymous_get and request.method in ("GET", "HEAD")):
+                raise OozieError(401, "E0500", "authentication required: HTTP basic or 'Authorization: Token <key>'")
+            return super().dispatch(request, *args, **kwargs)
+        except Exception as exc:
+            user = self.caller.get_username() if self.caller is not None else ""
+            error = from_exception(exc, job_id=kwargs.get("job_id", ""), verb=self.verb, user=user)
+            if error is None:
+                raise
+            return error_response(error)
+
+    def http_method_not_allowed(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        """405, with Oozie's headers."""
+        response = error_response(OozieError(405, "E0301", f"{request.method} {request.path}"))
+        response["Allow"] = ", ".join(m.upper() for m in self.http_method_names if hasattr(self, m))
+        return response
+
+
+class VersionsView(OozieView):
+    """GET /oozie/versions: the protocol versions served (v0 is not)."""
+
+    anonymous_get = True
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        """[1, 2]."""
+        return json_response(PROTOCOL_VERSIONS)
+
+
+class AdminView(OozieView):
+    """GET /oozie/v{1,2}/admin/{status,build-version,available-timezones}; anonymous reads allowed."""
+
+    anonymous_get = True
+
+    def get(self, request: HttpRequest, version: str, resource: str) -> HttpResponse:
+        """System mode, build version or time zones; other resources (os-env, configuration ...) are not exposed."""
+        if resource == "status":
+            return json_response({"systemMode": "NORMAL"})
+        if resource == "build-version":
+            return json_response({"buildVersion": _build_version()})
+        if resource == "available-timezones":
+            return json_response(available_timezones_json())
+        raise OozieError(400, "E0301", resource)
+
+
+class JobsView(OozieView):
+    """GET /oozie/v{1,2}/jobs: list coordinator jobs; POST: submit one from a Hadoop XML configuration."""
+
+    http_method_names = ["get", "head", "post"]
+
+    def get(self, request: HttpRequest, version: str) -> HttpResponse:
+        """`jobtype=coord` lists coordinator jobs (filter, offset from 1, len); workflows and bundles are empty."""
+        params = request.GET
+        offset = int_parameter(params, "offset", 1, minimum=1, maximum=MAX_OFFSET)
+        length = int_parameter(params, "len", 50, minimum=0, maximum=MAX_LEN)
+        zone = display_timezone(params.get("timezone"))
+        jobtype = (params.get("jobtype") or "wf").lower()
+        if jobtype in ("wf", "workflow"):
+            return json_response({"workflows": [], "total": 0, "offset": offset, "len": length})
+        if jobtype == "bundle":
+            return json_response({"bundlejobs": [], "total": 0, "offset": offset, "len": length})
+        if jobtype not in ("coord", "coordinator"):
+            raise bad_parameter("jobtype", params.get("jobtype"))
+        queryset: QuerySet[CoordinatorJob] = CoordinatorJob.objects.select_related("owner").defer("definition")
+        queryset = filter_jobs(readable_jobs(queryset, self.caller), params.get("filter", ""), timezone.now())
+        total = queryset.count()
+        page = queryset[offset - 1:offset - 1 + length] if length else []
+        jobs = [job_json(job, zone=zone, with_conf=False) for job in page]
+        return json_response({"total": total, "offset": offset, "len": length, "coordinatorjobs": jobs})
+
+    def post(self, request: HttpRequest, version: str) -> HttpResponse:
+        """201 {"id": ...}; `action=start` starts it, `action=dryrun` only plans it (200 {"id": <plan text>})."""
+        content_type = request.META.get("CONTENT_TYPE", "")
+        if content_type.split(";")[0].strip().lower() not in XML_TYPES:
+            raise OozieError(400, "E0300", content_type or "(none)")
+        action = request.GET.get("action") or ""
+        if action not in ("", "start", "dryrun"):
+            raise bad_parameter("action", action)
+        properties = parse_hadoop_configuration(request.body, "job configuration")
+        other = [name for name in OTHER_APPLICATIONS if name in properties]
+        if other:
+            raise OozieError(400, "E1008", f"{other[0]}: this service runs coordinator jobs only")
+        if not properties.get(APP_PATH_PROPERTY):
+            raise OozieError(400, "E0405")
+        properties = submitter_properties(properties, self.caller)
+        if action == "dryrun":
+            result = services.dryrun_submission(None, properties, owner=self.caller, now=timezone.now())
+            return json_response({"id": as_text(result), "actions": result["actions"]})
+        job = services.submit_from_properties(properties, owner=self.caller, start=action == "start")
+        return json_response({"id": job.id}, status=201)
+
+
+class JobView(OozieView):
+    """GET /oozie/v{1,2}/job/{id}[@n]?show=...; PUT ...?action=start|suspend|resume|kill|change|rerun|dryrun."""
+
+    http_method_names = ["get", "head", "put"]
+
+    def get(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
+        """Job info (with a page of actions), definition, log, error log or status; or one action's info."""
+        _check_id(job_id)
+        params = request.GET
+        show = params.get("show") or "info"
+        zone = display_timezone(params.get("timezone"))
+        if "@" in job_id:
+            action = CoordinatorAction.objects.select_related("job__owner").get(pk=job_id)
+            check_read(self.caller, action.job)
+            if show == "info":
+                return json_response(action_json(action, zone))
+            if show == "status":
+                return json_response({"status": action.status})
+            raise bad_parameter("show", show)
+        job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
+        check_read(self.caller, job)
+        if show == "info":
+            return self._info(request, version, job, zone)
+        if show == "definition":
+            return HttpResponse(job.definition, content_type="application/xml;charset=UTF-8")
+        if show in ("log", "errorlog"):
+            return self._log(request, job, errors_only=show == "errorlog")
+        if show == "status":
+            return json_response({"status": job.status})
+        raise bad_parameter("show", show)
+
+    def _info(self, request: HttpRequest, version: str, job: CoordinatorJob, zone: Any) -> HttpResponse:
+        """v2 returns no actions unless `len` asks (Oozie's defaults: v1 len=1000, v2 len=0)."""
+        params = request.GET
+        offset = int_parameter(params, "offset", 1, minimum=1, maximum=MAX_OFFSET)
+        length = int_parameter(params, "len", 0 if version == "v2" else MAX_LEN, minimum=0, maximum=MAX_LEN)
+        order = params.get("order") or "asc"
+        if order not in ("asc", "desc"):
+            raise bad_parameter("order", order)
+        actions = filter_actions(CoordinatorAction.objects.filter(job_id=job.pk), params.get("filter", ""))
+        total = actions.count()
+        page = actions.order_by("number" if order == "asc" else "-number")[offset - 1:offset - 1 + length] if length else []
+        return json_response(job_json(job, page, total=total, zone=zone))
+
+    def _log(self, request: HttpRequest, job: CoordinatorJob, *, errors_only: bool) -> HttpResponse:
+        """Text lines (see oozieapi.joblog), oldest first unless order=desc, paged by offset/len when given."""
+        params = request.GET
+        options = parse_log_filter(params.get("logfilter") or params.get("filter") or "")
+        lines = job_log(job, options=options, errors_only=errors_only)
+        if (params.get("order") or "asc") not in ("asc", "desc"):
+            raise bad_parameter("order", params.get("order"))
+        if params.get("order") == "desc":
+            lines.reverse()
+        offset = int_parameter(params, "offset", 1, minimum=1, maximum=MAX_OFFSET)
+        length = int_parameter(params, "len", len(lines), minimum=0, maximum=MAX_OFFSET)
+        text = "\n".join(lines[offset - 1:offset - 1 + length])
+        return HttpResponse(text + ("\n" if text else ""), content_type="text/plain;charset=UTF-8")
+
+    def put(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
+        """Queue the verb (200, empty body as Oozie answers); rerun answers the actions queued again."""
+        _check_id(job_id)
+        params = request.GET
+        action = params.get("action")
+        if not action:
+            raise OozieError(400, "E0305", "action")
+        if "@" in job_id:
+            raise bad_parameter("action", f"{action} on a coordinator action (use the job id and type=action&scope=N)")
+        self.verb = "rerun" if action in ("rerun", "coord-rerun") else action
+        if action == "start":
+            services.start_job(job_id, actor=self.caller)
+        elif action in ("suspend", "resume", "kill"):
+            services.control(job_id, action, actor=self.caller)
+        elif action == "change":
+            value = params.get("value")
+            if not value:
+                raise OozieError(400, "E0305", "value")
+            services.change_job(job_id, value, actor=self.caller)
+        elif self.verb == "rerun":
+            return self._rerun(request, job_id)
+        elif action == "dryrun":
+            return self._dryrun(request, job_id)
+        else:
+            raise bad_parameter("action", action)
+        return HttpResponse(status=200)
+
+    def _rerun(self, request: HttpRequest, job_id: str) -> HttpResponse:
+        params = request.GET
+        rerun_type = params.get("type")
+        if rerun_type not in ("action", "date"):
+            raise bad_parameter("type", rerun_type) if rerun_type else OozieError(400, "E0305", "type")
+        scope = params.get("scope")
+        if not scope:
+            raise OozieError(400, "E0305", "scope")
+        actions = services.rerun_job(
+            job_id, actor=self.caller, rerun_type=rerun_type, scope=scope,
+            refresh=bool_parameter(params, "refresh"), nocleanup=bool_parameter(params, "nocleanup"),
+            failed=bool_parameter(params, "failed"),
+        )
+        return json_response({"actions": [action_json(action) for action in actions]})
+
+    def _dryrun(self, request: HttpRequest, job_id: str) -> HttpResponse:
+        """Plan the stored job again (readers may): its first `len` actions (default 100, at most 1000)."""
+        job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
+        check_read(self.caller, job)
+        length = int_parameter(request.GET, "len", 100, minimum=1, maximum=MAX_LEN)
+        result = services.dryrun_submission(
+            job.definition, job.configuration, owner=job.owner, app_dir=job.app_path or None,
+            now=timezone.now(), max_actions=length,
+        )
+        return json_response({"id": as_text(result), "actions": result["actions"]})
+
+
+def _check_id(job_id: str) -> None:
+    """Ids that cannot exist are answered without asking the database."""
+    if not _JOB_ID.match(job_id):
+        raise OozieError(400, "E0605" if "@" in job_id else "E0604", job_id)
