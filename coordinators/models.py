@@ -67,6 +67,7 @@ class CoordinatorJob(models.Model):
     app_name = models.CharField(max_length=255, db_index=True)
     app_path = models.CharField(max_length=1024, blank=True)
     definition = models.TextField(help_text="the coordinator XML as submitted")
+    includes = models.JSONField(default=dict, blank=True, help_text="the <include>d dataset files as read at submission")
     configuration = models.JSONField(default=dict, help_text="job properties after <parameters> defaults")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="coordinator_jobs")
     acl = models.CharField(max_length=1024, blank=True, help_text="oozie.job.acl: users and groups who may act")

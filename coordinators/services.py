@@ -16,21 +16,27 @@ from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
 from coordinators.permissions import check_modify
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from coordinators.sla.evaluate import validate_sla
+from coordinators.sources import (
+    APP_PATH_PROPERTY,
+    read_application,
+    snapshot_loader,
+    submission_loader,
+)
 from datasets.timeline import format_datetime
 from xcommands.base import XCommand
 
 SUPPORTED_LAUNCHERS = ("task:",)
-APP_PATH_PROPERTY = "oozie.coord.application.path"
 
 
 def include_loader() -> Loader:
-    """How submissions may read <include>d dataset files: only COORD_INCLUDE_PROTOCOLS (no http by default)."""
+    """Includes of stored jobs without a snapshot: only COORD_INCLUDE_PROTOCOLS (no http by default)."""
     return fsspec_loader(allowed_protocols=settings.COORD_INCLUDE_PROTOCOLS)
 
 
 def load_resolved(job: CoordinatorJob) -> ResolvedCoordinator:
-    """The job's definition resolved again from what was stored at submission (deterministic)."""
-    app = parse_coordinator(job.definition, f"{job.id}.xml", app_dir=job.app_path or None, loader=include_loader())
+    """The job's definition resolved again from what was stored at submission, includes too (deterministic)."""
+    loader = snapshot_loader(job.includes or {}, include_loader)
+    app = parse_coordinator(job.definition, f"{job.id}.xml", app_dir=job.app_path or None, loader=loader)
     return resolve_coordinator(
         app, job.configuration, user=job.owner.get_username(),
         processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
@@ -45,6 +51,7 @@ def submit_coordinator(
     owner: Any,
     app_dir: str | None = None,
     start: bool = True,
+    trusted: bool = False,
 ) -> CoordinatorJob:
     """Validate, resolve and store a coordinator job (PREP); queue its start unless told not to.
 
@@ -56,7 +63,8 @@ def submit_coordinator(
     from xcommands.queue import enqueue
 
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
-    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=include_loader())
+    loader, included = submission_loader(trusted=trusted)
+    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=loader)
     resolved = resolve_coordinator(
         app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
         max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
@@ -74,6 +82,7 @@ def submit_coordinator(
             app_name=resolved.name,
             app_path=app_dir or "",
             definition=text,
+            includes=included,
             configuration=dict(properties),
             owner=owner,
             acl=properties.get("oozie.job.acl", ""),
@@ -184,44 +193,6 @@ def rerun_job(
     return actions
 
 
-def read_application(app_path: str) -> tuple[str, str]:
-    """The coordinator XML named by oozie.coord.application.path, and its directory.
-
-    A local path, `file://` or another COORD_INCLUDE_PROTOCOLS URI; a directory means its
-    coordinator.xml. Unreadable, too large or disallowed paths are DefinitionErrors.
-    """
-    import fsspec
-
-    from coordinators.dryrun import MAX_FILE_BYTES
-
-    scheme = app_path.split("://", 1)[0] if "://" in app_path else "file"
-    if scheme not in settings.COORD_INCLUDE_PROTOCOLS:
-        raise DefinitionError(
-            f"{APP_PATH_PROPERTY}={app_path!r}: protocol {scheme!r} is not allowed "
-            f"(COORD_INCLUDE_PROTOCOLS: {', '.join(settings.COORD_INCLUDE_PROTOCOLS)})",
-            source=app_path,
-        )
-    try:
-        fs, path = fsspec.core.url_to_fs(app_path)
-        if fs.isdir(path):
-            path = path.rstrip("/") + "/coordinator.xml"
-        size = fs.size(path)
-        if size is not None and size > MAX_FILE_BYTES:
-            raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
-        with fs.open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except (OSError, ValueError, ImportError) as exc:
-        raise DefinitionError(f"cannot read the coordinator application {app_path}: {exc}", source=app_path) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
-    directory = path.rsplit("/", 1)[0]
-    app_dir = directory if "://" not in app_path else f"{scheme}://{directory.split('://', 1)[-1]}"
-    try:
-        return data.decode("utf-8"), app_dir
-    except UnicodeDecodeError:
-        raise DefinitionError(f"{app_path} is not UTF-8 text", source=app_path) from None
-
-
 def submit_from_properties(properties: Mapping[str, str], *, owner: Any, start: bool = True) -> CoordinatorJob:
     """Submit the application named by oozie.coord.application.path with these properties."""
     app_path = properties.get(APP_PATH_PROPERTY, "").strip()
@@ -252,7 +223,7 @@ def dryrun_submission(
             raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source="configuration")
         definition, app_dir = read_application(app_path)
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
-    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=include_loader())
+    app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=submission_loader()[0])
     resolved = resolve_coordinator(
         app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
         max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,

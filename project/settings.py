@@ -168,6 +168,12 @@ COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
 # How many dataset instances one data-in may resolve to (a hostile coord:current(-1000000000)
 # range is refused by name instead of exhausting memory).
 COORD_MAX_INSTANCES_PER_INPUT = env_int("COORD_MAX_INSTANCES_PER_INPUT", 10_000)
+# Where API submissions may read applications and <include>d files from (the CLI reads what its
+# user can): local directories and URI prefixes; a bare "s3://" allows a whole protocol.
+COORD_APPLICATION_ROOTS = env_list(
+    "COORD_APPLICATION_ROOTS",
+    [f"file://{BASE_DIR / 'examples'}", f"file://{VAR_DIR / 'apps'}", "memory://", "s3://", "hdfs://"],
+)
 # Where submitted coordinators may read <include>d dataset files from (no http(s): no SSRF).
 COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory", "s3", "hdfs"])
 # Finished commands (the engine's history) are kept this long.

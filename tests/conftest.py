@@ -36,6 +36,14 @@ def _fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _temporary_application_roots(settings: Any) -> None:
+    """Tests keep applications and includes in temporary directories: let submissions read there."""
+    import tempfile
+
+    settings.COORD_APPLICATION_ROOTS = [*settings.COORD_APPLICATION_ROOTS, f"file://{tempfile.gettempdir()}"]
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One private redis-server for the whole test session."""

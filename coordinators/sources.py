@@ -1,0 +1,129 @@
+"""Where coordinator applications and their <include>d dataset files may be read from.
+
+A submission names files on the server's storage (`oozie.coord.application.path`, `<include>`):
+without a limit any API user could make the server read any path it can. So a submission
+reads only under COORD_APPLICATION_ROOTS (and only over COORD_INCLUDE_PROTOCOLS), checked
+before storage is touched, so a refusal says nothing about files outside. The CLI is an
+operator's tool on the server itself and reads what its user can read (`trusted`).
+
+What a submission's includes said is stored with the job (`CoordinatorJob.includes`), so
+materialization later never reads them again: the job stays what was accepted.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Mapping
+
+from django.conf import settings
+
+from coordinators.definitions import DefinitionError, fsspec_loader
+from coordinators.definitions.includes import Loader
+
+APP_PATH_PROPERTY = "oozie.coord.application.path"
+MAX_FILE_BYTES = 1_048_576
+
+
+def _split(url: str) -> tuple[str, str]:
+    if "://" in url:
+        protocol, rest = url.split("://", 1)
+        return protocol.lower(), rest
+    return "file", url
+
+
+def normalized(url: str) -> str:
+    """`protocol://path` with `..` and, for local files, symbolic links resolved."""
+    protocol, rest = _split(url)
+    if protocol == "file":
+        return "file://" + os.path.realpath(rest or "/")
+    if not rest:
+        return f"{protocol}://"
+    return f"{protocol}://{posixpath.normpath(rest)}"
+
+
+def roots() -> list[str]:
+    """The normalized COORD_APPLICATION_ROOTS (a bare `s3://` allows a whole protocol)."""
+    return [normalized(root) for root in settings.COORD_APPLICATION_ROOTS]
+
+
+def is_allowed(url: str) -> bool:
+    """Whether url lies under one of the application roots."""
+    target = normalized(url)
+    for root in roots():
+        if root.endswith("://") and target.startswith(root):
+            return True
+        if target == root or target.startswith(root.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def check_readable(url: str, what: str, *, trusted: bool = False) -> None:
+    """Refuse a protocol outside COORD_INCLUDE_PROTOCOLS, or (untrusted) a path outside COORD_APPLICATION_ROOTS."""
+    protocol, _ = _split(url)
+    if protocol not in settings.COORD_INCLUDE_PROTOCOLS:
+        raise DefinitionError(
+            f"{what} {url!r}: protocol {protocol!r} is not allowed "
+            f"(COORD_INCLUDE_PROTOCOLS: {', '.join(settings.COORD_INCLUDE_PROTOCOLS)})",
+            source=url,
+        )
+    if not trusted and not is_allowed(url):
+        raise DefinitionError(
+            f"{what} {url!r} is outside the application roots (COORD_APPLICATION_ROOTS)", source=url
+        )
+
+
+def submission_loader(*, trusted: bool = False) -> tuple[Loader, dict[str, str]]:
+    """A loader for a submission's includes, and the texts it read (to store with the job)."""
+    base = fsspec_loader(max_bytes=MAX_FILE_BYTES, allowed_protocols=settings.COORD_INCLUDE_PROTOCOLS)
+    read: dict[str, str] = {}
+
+    def load(url: str) -> bytes:
+        check_readable(url, "<include>", trusted=trusted)
+        data = base(url)
+        read[url] = data.decode("utf-8", errors="replace")
+        return data
+
+    return load, read
+
+
+def snapshot_loader(snapshot: Mapping[str, str], fallback: Callable[[], Loader]) -> Loader:
+    """Serve includes from what was stored at submission; jobs stored without a snapshot read storage."""
+
+    def load(url: str) -> bytes:
+        if url in snapshot:
+            return snapshot[url].encode("utf-8")
+        return fallback()(url)
+
+    return load
+
+
+def read_application(app_path: str, *, trusted: bool = False) -> tuple[str, str]:
+    """The coordinator XML named by oozie.coord.application.path, and its directory (DefinitionError if refused).
+
+    A local path, `file://` or another allowed URI under the application roots; a directory
+    means its coordinator.xml.
+    """
+    import fsspec
+
+    check_readable(app_path, APP_PATH_PROPERTY, trusted=trusted)
+    try:
+        fs, path = fsspec.core.url_to_fs(app_path)
+        if fs.isdir(path):
+            path = path.rstrip("/") + "/coordinator.xml"
+        size = fs.size(path)
+        if size is not None and size > MAX_FILE_BYTES:
+            raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
+        with fs.open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except (OSError, ValueError, ImportError) as exc:
+        raise DefinitionError(f"cannot read the coordinator application {app_path}: {exc}", source=app_path) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
+    protocol, _ = _split(app_path)
+    directory = path.rsplit("/", 1)[0]
+    app_dir = directory if "://" not in app_path else f"{protocol}://{directory.split('://', 1)[-1]}"
+    try:
+        return data.decode("utf-8"), app_dir
+    except UnicodeDecodeError:
+        raise DefinitionError(f"{app_path} is not UTF-8 text", source=app_path) from None
