@@ -1,4 +1,10 @@
-"""The `task:` launcher's reports: RUNNING when the task starts, SUCCEEDED or FAILED when it ends."""
+"""The `task:` launcher's reports, sent by the worker that runs the action's task.
+
+RUNNING when the task starts (task_prerun), SUCCEEDED or FAILED when it ends (task_success,
+task_failure), each as an action-status command on the coordinator's key. Signals run in
+the worker process right where the task ran: no callback task and no extra message. A
+report lost with a dying worker is settled by the recovery service from the task's state.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,7 @@ import logging
 import traceback as tb
 from typing import Any
 
-from celery import shared_task
-from celery.signals import task_prerun
+from celery.signals import task_failure, task_prerun, task_success
 from django.db import transaction
 
 from coordinators.choices import ActionStatus
@@ -25,26 +30,45 @@ def _report(action_id: str, status: str, error: str = "") -> None:
         enqueue(CoordActionStatusXCommand(job_id=job_id, number=int(number), status=status, error=error))
 
 
-@task_prerun.connect
-def _report_running(sender: Any = None, task_id: str | None = None, task: Any = None, **kwargs: Any) -> None:
-    """When a launched action task starts in a worker, report RUNNING through a command."""
+def _action_of(task: Any, task_id: str | None) -> str | None:
+    """The coordinator action a running task was launched for (None for every other task)."""
     request = getattr(task, "request", None)
     delivery = getattr(request, "delivery_info", None) or {}
     if delivery.get("routing_key") != "actions" or not task_id:
-        return
-    action_id = CoordinatorAction.objects.filter(external_id=task_id).values_list("id", flat=True).first()
+        return None
+    headers = getattr(request, "headers", None) or {}
+    named = headers.get("coord_action_id") if isinstance(headers, dict) else None
+    if named is None:
+        named = getattr(request, "coord_action_id", None)
+    if isinstance(named, str) and "@" in named:
+        return named
+    return CoordinatorAction.objects.filter(external_id=task_id).values_list("id", flat=True).first()
+
+
+@task_prerun.connect
+def _report_running(sender: Any = None, task_id: str | None = None, task: Any = None, **kwargs: Any) -> None:
+    """When a launched action task starts in a worker, report RUNNING."""
+    action_id = _action_of(task, task_id)
     if action_id is not None:
         _report(action_id, ActionStatus.RUNNING)
 
 
-@shared_task(name="coordinators.report_action", ignore_result=True)
-def report_action(result: Any, action_id: str, status: str) -> None:
-    """Success callback (`link`) of a launched action task."""
-    _report(action_id, status)
+@task_success.connect
+def _report_success(sender: Any = None, result: Any = None, **kwargs: Any) -> None:
+    """A launched action task returned: report SUCCEEDED."""
+    request = getattr(sender, "request", None)
+    action_id = _action_of(sender, getattr(request, "id", None))
+    if action_id is not None:
+        _report(action_id, ActionStatus.SUCCEEDED)
 
 
-@shared_task(name="coordinators.report_action_error", ignore_result=True)
-def report_action_error(request: Any, exc: BaseException, traceback: Any, action_id: str) -> None:
-    """Failure callback (`link_error`), called with the failing task's request and exception."""
-    text = "".join(tb.format_exception_only(type(exc), exc)).strip() if isinstance(exc, BaseException) else str(exc)
+@task_failure.connect
+def _report_failure(
+    sender: Any = None, task_id: str | None = None, exception: BaseException | None = None, **kwargs: Any
+) -> None:
+    """A launched action task raised: report FAILED with the exception's one-line text."""
+    action_id = _action_of(sender, task_id)
+    if action_id is None:
+        return
+    text = "".join(tb.format_exception_only(type(exception), exception)).strip() if exception else "task failed"
     _report(action_id, ActionStatus.FAILED, text)

@@ -34,7 +34,7 @@ from xcommands.queue import enqueue
 
 log = logging.getLogger(__name__)
 
-BATCH = 500
+BATCH = 2000
 
 
 def locked(queryset: QuerySet[Any]) -> QuerySet[Any]:

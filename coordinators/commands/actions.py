@@ -242,7 +242,11 @@ class CoordActionReadyXCommand(JobCommand):
 
 
 def launch(action_id: str, task_id: str, run_conf: dict[str, Any], nominal_time: str) -> None:
-    """Send the action's Celery task (after commit); reports come back through the action-status command."""
+    """Send the action's Celery task (after commit); the worker reports back through the action-status command.
+
+    The reports (RUNNING, SUCCEEDED, FAILED) come from worker signals (`coordinators.launchers`);
+    a report lost with a dying worker is recovered from the result backend.
+    """
     from project.celery import app
 
     app_path = str(run_conf.get("app_path", ""))
@@ -254,8 +258,6 @@ def launch(action_id: str, task_id: str, run_conf: dict[str, Any], nominal_time:
         task_id=task_id,
         queue="actions",
         headers={"coord_action_id": action_id},
-        link=app.signature("coordinators.report_action", args=(action_id, "SUCCEEDED"), queue="default"),
-        link_error=app.signature("coordinators.report_action_error", args=(action_id,), queue="default"),
     )
 
 
@@ -292,10 +294,14 @@ class CoordActionStatusXCommand(ActionCommand):
         action.transition_to(self.status)
         action.error_message = self.error[:4000]
         action.save(update_fields=["status", "error_message"])
+        result: dict[str, Any] = {"status": action.status}
         if action.status in ACTION_TERMINAL:
-            enqueue(CoordActionReadyXCommand(job_id=self.job_id))
-            enqueue(CoordJobStatusXCommand(job_id=self.job_id))
-        return {"status": action.status}
+            # Under the job's key already: free the slot and settle the job here, not in two more commands.
+            if self.job.status in STARTING_JOB_STATUSES:
+                result.update(start_ready_actions(self.job, timezone.now()))
+            if self.job.status in JOB_MATERIALIZING:
+                result["job_status"] = derive_job_status(self.job)
+        return result
 
 
 @dataclass
@@ -312,13 +318,16 @@ class CoordJobStatusXCommand(JobCommand):
 
     def execute(self) -> dict[str, str]:
         """Compute and store the derived status."""
-        statuses = list(self.job.actions.values_list("status", flat=True))
-        target = job_status_from_actions(
-            statuses, materialization_done=self.job.done_materializing, current=self.job.status
-        )
-        if target != self.job.status:
-            # e.g. RUNNING -> RUNNINGWITHERROR -> DONEWITHERROR: the table passes through it.
-            for step in transition_path(JOB_TRANSITIONS, self.job.status, target) or [target]:
-                self.job.transition_to(step)
-            self.job.save(update_fields=["status"])
-        return {"status": self.job.status}
+        return {"status": derive_job_status(self.job)}
+
+
+def derive_job_status(job: CoordinatorJob) -> str:
+    """Store the status a running job's actions imply (spec 6.1.2); the job row must be locked (under its key)."""
+    statuses = list(job.actions.values_list("status", flat=True).distinct())
+    target = job_status_from_actions(statuses, materialization_done=job.done_materializing, current=job.status)
+    if target != job.status:
+        # e.g. RUNNING -> RUNNINGWITHERROR -> DONEWITHERROR: the table passes through it.
+        for step in transition_path(JOB_TRANSITIONS, job.status, target) or [target]:
+            job.transition_to(step)
+        job.save(update_fields=["status"])
+    return job.status

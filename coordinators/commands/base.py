@@ -22,14 +22,14 @@ class JobCommand(XCommand):
 
 
 class ActionCommand(JobCommand):
-    """A command on one action of a job: the action row locked, the job read."""
+    """A command on one action of a job: the job and action rows locked."""
 
     abstract = True
     number: int
 
     def load_state(self) -> None:
-        """Lock the action, read its job."""
+        """Lock the job, then the action (the order every command and service takes them in)."""
+        self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
         self.action = CoordinatorAction.objects.select_for_update().get(
             pk=CoordinatorAction.action_id(self.job_id, self.number)
         )
-        self.job = CoordinatorJob.objects.get(pk=self.job_id)
