@@ -238,6 +238,9 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -
                     break
                 time.sleep(5)
             rows = list(actions.values_list("nominal_time", "submitted_at", "started_at"))
+            stages = _command_stages(prefix)
+            for name, figures in stages.items():
+                log(f"  {name}: {figures}")
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -262,6 +265,27 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -
         "p99_s_to_submitted": round(percentile(submitted, 99), 3) if submitted else None,
         "p50_s_to_running": round(statistics.median(running), 3) if running else None,
         "p99_s_to_running": round(percentile(running, 99), 3) if running else None,
+    }
+
+
+def _command_stages(prefix: str) -> dict[str, dict[str, float]]:
+    """Per command class: how many ran, p50/p99 seconds waiting (enqueued to started) and running."""
+    from xcommands.models import Command
+
+    ids = list(CoordinatorJob.objects.filter(app_name__startswith=prefix).values_list("pk", flat=True))
+    timings: dict[str, tuple[list[float], list[float]]] = {}
+    for first in range(0, len(ids), 500):
+        rows = Command.objects.filter(key__in=ids[first:first + 500], started_at__isnull=False, finished_at__isnull=False)
+        for name, enqueued, started, finished in rows.values_list("name", "enqueued_at", "started_at", "finished_at"):
+            if started is None or finished is None:
+                continue
+            waits, runs = timings.setdefault(name.rsplit(".", 1)[-1], ([], []))
+            waits.append((started - enqueued).total_seconds())
+            runs.append((finished - started).total_seconds())
+    return {
+        name: {"count": len(waits), "wait_p50": round(statistics.median(waits), 3), "wait_p99": round(percentile(waits, 99), 3),
+               "run_p50": round(statistics.median(runs), 4), "run_p99": round(percentile(runs, 99), 4)}
+        for name, (waits, runs) in sorted(timings.items())
     }
 
 

@@ -1,7 +1,7 @@
 """The `task:` launcher's reports, sent by the worker that runs the action's task.
 
-RUNNING when the task starts (task_prerun), SUCCEEDED or FAILED when it ends (task_success,
-task_failure), each as an action-status command on the coordinator's key. Signals run in
+RUNNING when the task starts (task_prerun, a compare-and-set), SUCCEEDED or FAILED when it
+ends (task_success, task_failure, each an action-status command on the coordinator's key). Signals run in
 the worker process right where the task ran: no callback task and no extra message. A
 report lost with a dying worker is settled by the recovery service from the task's state.
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 from celery.signals import task_failure, task_prerun, task_success
 from django.db import transaction
+from django.utils import timezone
 
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
@@ -47,10 +48,19 @@ def _action_of(task: Any, task_id: str | None) -> str | None:
 
 @task_prerun.connect
 def _report_running(sender: Any = None, task_id: str | None = None, task: Any = None, **kwargs: Any) -> None:
-    """When a launched action task starts in a worker, report RUNNING."""
+    """When a launched action task starts in a worker, mark it RUNNING by compare-and-set.
+
+    Not a command: SUBMITTED -> RUNNING is a fact only the worker knows, and the conditional
+    update cannot conflict with the job's commands (a kill moves the action out of
+    SUBMITTED first, and the update then matches nothing; the end report moves
+    SUBMITTED or RUNNING on). One command fewer per action (ADR 0006).
+    """
     action_id = _action_of(task, task_id)
     if action_id is not None:
-        _report(action_id, ActionStatus.RUNNING)
+        now = timezone.now()
+        CoordinatorAction.objects.filter(pk=action_id, status=ActionStatus.SUBMITTED).update(
+            status=ActionStatus.RUNNING, started_at=now, last_modified=now
+        )
 
 
 @task_success.connect
