@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -68,11 +69,17 @@ def skip_before(job: CoordinatorJob, now: datetime) -> datetime | None:
     return nominal_time(resolved.start, due - 1, resolved.frequency, resolved.tz) if due > 0 else None
 
 
-def start_ready_actions(job: CoordinatorJob, now: datetime) -> dict[str, int]:
+READY_FIELDS = ["status", "pending", "missing_dependencies", "check_count", "next_check_at"]
+
+
+def start_ready_actions(job: CoordinatorJob, now: datetime, fresh: Iterable[CoordinatorAction] = ()) -> dict[str, int]:
     """Skip what the execution policy discards, then submit READY actions in policy order up to concurrency.
 
-    Runs under the job's key (from the ready and input-check commands); launches after commit.
+    Runs under the job's key (from the input-check, ready and status commands); launches
+    after commit. `fresh` are actions the caller just made READY and has not saved: they are
+    saved here once, as SUBMITTED or READY.
     """
+    fresh = list(fresh)
     skipped = 0
     cutoff = skip_before(job, now)
     if cutoff is not None:
@@ -83,16 +90,31 @@ def start_ready_actions(job: CoordinatorJob, now: datetime) -> dict[str, int]:
             action.next_check_at = None
             action.save(update_fields=["status", "pending", "next_check_at"])
             skipped += 1
-    running = job.actions.filter(status__in=ACTION_ACTIVE).count()
+        fresh = [a for a in fresh if a.nominal_time >= cutoff]
+    # One query for the slots in use and the READY queue (rows of a job: bounded by throttle).
+    rows = list(
+        job.actions.select_for_update()
+        .filter(status__in=sorted(ACTION_ACTIVE | {ActionStatus.READY}))
+        .exclude(pk__in=[a.pk for a in fresh])
+        .defer("data_in", "data_out", "missing_dependencies", "sla")
+    )
+    running = sum(1 for a in rows if a.status in ACTION_ACTIVE)
     slots = None if job.concurrency < 0 else max(0, job.concurrency - running)
-    order = "-nominal_time" if job.execution in ("LIFO", "LAST_ONLY") else "nominal_time"
-    ready = job.actions.select_for_update().filter(status=ActionStatus.READY).order_by(order)
-    chosen = list(ready if slots is None else ready[:slots]) if slots != 0 else []
+    ready = sorted(
+        [a for a in rows if a.status == ActionStatus.READY] + fresh,
+        key=lambda a: a.nominal_time, reverse=job.execution in ("LIFO", "LAST_ONLY"),
+    )
+    chosen = ready if slots is None else ready[:slots]
+    fresh_ids = {a.pk for a in fresh}
     for action in chosen:
         action.transition_to(ActionStatus.SUBMITTED)
         action.external_id = str(uuid.uuid4())
-        action.save(update_fields=["status", "external_id"])
+        action.save(update_fields=[*READY_FIELDS, "external_id"] if action.pk in fresh_ids else ["status", "external_id"])
         transaction.on_commit(partial(launch, action.id, action.external_id, dict(action.run_conf), action.nominal_time.isoformat()))
+    chosen_ids = {a.pk for a in chosen}
+    for action in fresh:
+        if action.pk not in chosen_ids:
+            action.save(update_fields=READY_FIELDS)
     if skipped:
         enqueue(CoordJobStatusXCommand(job_id=job.id))
     return {"submitted": len(chosen), "skipped": skipped}
@@ -150,15 +172,22 @@ class CoordActionInputCheckXCommand(JobCommand):
         wanted = {tuple(dep) for action in due for dep in action.missing_dependencies}
         missing_now = set(still_missing(sorted(wanted), now))  # type: ignore[arg-type]
         outcome = {"ready": 0, "timedout": 0, "waiting": 0}
+        fresh = []
         for action in actions:
-            outcome[self._decide(action, now, cutoff, missing_now)] += 1
+            decision = self._decide(action, now, cutoff, missing_now)
+            outcome[decision] += 1
+            if decision == "ready":
+                fresh.append(action)
         if outcome["timedout"] or failed:
             enqueue(CoordJobStatusXCommand(job_id=job.id))
         if more:
             enqueue(CoordActionInputCheckXCommand(job_id=job.id, numbers=self.numbers))
         started: dict[str, int] = {}
-        if (outcome["ready"] or cutoff is not None) and job.status in STARTING_JOB_STATUSES:
-            started = start_ready_actions(job, now)
+        if (fresh or cutoff is not None) and job.status in STARTING_JOB_STATUSES:
+            started = start_ready_actions(job, now, fresh)
+        else:
+            for action in fresh:
+                action.save(update_fields=READY_FIELDS)
         return {**outcome, "failed": failed, **started}
 
     def _resolve_at_start(self, action: CoordinatorAction, now: datetime) -> bool:
@@ -210,8 +239,7 @@ class CoordActionInputCheckXCommand(JobCommand):
         if not missing:
             action.transition_to(ActionStatus.READY)
             action.next_check_at = None
-            action.save(update_fields=["status", "pending", "missing_dependencies", "check_count", "next_check_at"])
-            return "ready"
+            return "ready"  # saved by execute(): once, as READY or straight on as SUBMITTED
         if action.timeout_at is not None and now >= action.timeout_at:
             action.transition_to(ActionStatus.TIMEDOUT)
             action.next_check_at = None
