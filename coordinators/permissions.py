@@ -28,9 +28,18 @@ def acl_names(acl: str) -> set[str]:
     return {name.strip() for name in acl.replace(" ", ",").split(",") if name.strip()}
 
 
+ADMIN_PERMISSION = "coordinators.change_coordinatorjob"
+
+
 def is_admin(user: Any) -> bool:
-    """Admins (staff or superusers) may act on every job."""
-    return bool(getattr(user, "is_active", False) and (user.is_superuser or user.is_staff))
+    """Job admins may act on every job: superusers, and users granted coordinators.change_coordinatorjob.
+
+    Being staff alone (admin site access) is not enough: operators get the permission,
+    usually through a group, so a view-only staff account stays view-only everywhere.
+    """
+    if not getattr(user, "is_active", False):
+        return False
+    return bool(user.is_superuser or user.has_perm(ADMIN_PERMISSION))
 
 
 def can_modify(user: Any, job: OwnedJob) -> bool:

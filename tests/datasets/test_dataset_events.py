@@ -82,7 +82,7 @@ def test_an_announcement_wakes_exactly_the_actions_that_need_it() -> None:
 )
 def test_refused_announcements_change_nothing(who: str | None, payload: dict[str, str], status: int, message: str) -> None:
     """Anonymous callers, callers without the permission and bad URIs are refused; nothing is stored or queued."""
-    users = {"plain": User.objects.create_user("plain"), "admin": User.objects.create_user("adm", is_staff=True)}
+    users = {"plain": User.objects.create_user("plain"), "admin": User.objects.create_user("adm", is_staff=True, is_superuser=True)}
     response = client_for(users.get(who or "", None)).post(URL, payload, format="json")
     assert response.status_code in ((401, 403) if who is None else (status,))
     assert message in response.content.decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -16,8 +16,10 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def user(name: str, *, staff: bool = False, groups: tuple[str, ...] = ()) -> User:
-    """A user with a password `<name>-password-123` and an API token `<name>-token`."""
+    """A user with a password `<name>-password-123` and an API token `<name>-token`; staff are job admins here."""
     account = User.objects.create_user(name, password=f"{name}-password-123", is_staff=staff)
+    if staff:  # a job admin: the permission operators are given (coordinators.permissions.is_admin)
+        account.user_permissions.add(Permission.objects.get(codename="change_coordinatorjob"))
     for group in groups:
         account.groups.add(Group.objects.get_or_create(name=group)[0])
     Token.objects.create(user=account, key=f"{name}-token".ljust(40, "0")[:40])

@@ -250,7 +250,7 @@ def test_only_owner_acl_and_admins_may_change_or_rerun(owner: User) -> None:
     stranger, ally = User.objects.create_user("mallory"), User.objects.create_user("ally")
     member = User.objects.create_user("gus")
     member.groups.add(Group.objects.create(name="ops"))
-    admin = User.objects.create_user("root", is_staff=True)
+    admin = User.objects.create_user("root", is_staff=True, is_superuser=True)
     before = Command.objects.count()
     for attempt in (
         lambda: change_job(job.id, "concurrency=4", actor=stranger),
