@@ -299,6 +299,24 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
         "error_message",
     ]
 
+    actions = ["rerun_actions"]
+
+    @admin.action(description="Rerun selected actions (outputs cleaned)", permissions=["change"])
+    def rerun_actions(self, request: HttpRequest, queryset: QuerySet[CoordinatorAction]) -> None:
+        """Rerun the selected actions, job by job, through the same domain action as the APIs and the CLI."""
+        from coordinators.services import rerun_job
+
+        by_job: dict[str, list[int]] = {}
+        for job_id, number in queryset.order_by("job_id", "number").values_list("job_id", "number"):
+            by_job.setdefault(job_id, []).append(number)
+        for job_id, numbers in by_job.items():
+            try:
+                chosen = rerun_job(job_id, actor=request.user, rerun_type="action", scope=",".join(map(str, numbers)))
+            except (IllegalTransition, JobPermissionDenied, ValueError, CoordinatorJob.DoesNotExist) as exc:
+                self.message_user(request, f"Rerun refused for {job_id}: {exc}", messages.WARNING)
+            else:
+                self.message_user(request, f"Rerun queued for {len(chosen)} action(s) of {job_id}", messages.SUCCESS)
+
     @admin.display(description="job", ordering="job")
     def job_link(self, obj: CoordinatorAction) -> str:
         return change_link(obj.job, f"{obj.job.app_name} ({obj.job_id})")

@@ -198,3 +198,26 @@ def test_staff_without_model_permissions_cannot_see_jobs(client: Client) -> None
     """Django's admin permissions apply: a staff user without coordinator permissions gets 403."""
     client.force_login(User.objects.create_user("intern", is_staff=True))
     assert client.get(JOBS).status_code == 403
+
+
+def test_rerun_selected_actions_goes_through_the_service_and_checks_permissions(operator: Client) -> None:
+    """The action list's rerun calls rerun_job as the operator; a staff user who may not modify the job is refused."""
+    from django.contrib.auth.models import Permission
+
+    from xcommands.models import Command
+
+    job = materialized_job(actions=2)
+    job.actions.update(status=ActionStatus.FAILED)
+    form = {"action": "rerun_actions", "_selected_action": list(job.actions.values_list("pk", flat=True))}
+    outsider = User.objects.create_user("outsider", is_staff=True)
+    outsider.user_permissions.add(*Permission.objects.filter(codename__in=["view_coordinatoraction", "change_coordinatoraction"]))
+    browser = Client()
+    browser.force_login(outsider)
+    before = Command.objects.count()
+    page = browser.post(ACTIONS, form, follow=True).content.decode()
+    assert f"Rerun refused for {job.pk}" in page and "may not modify" in page
+    assert Command.objects.count() == before
+    page = operator.post(ACTIONS, form, follow=True).content.decode()
+    assert f"Rerun queued for 2 action(s) of {job.pk}" in page
+    run_pending_commands()
+    assert set(job.actions.values_list("run_count", flat=True)) == {1}
