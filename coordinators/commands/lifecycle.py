@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from coordinators.bulk import insert_actions
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob
@@ -30,7 +31,9 @@ def chunk_size() -> int:
     return int(getattr(settings, "COORD_MATERIALIZATION_CHUNK", 500))
 
 
-def recompute_progress(job: CoordinatorJob, resolved: ResolvedCoordinator | None = None) -> None:
+def recompute_progress(
+    job: CoordinatorJob, resolved: ResolvedCoordinator | None = None, *, last_number: int | None = None
+) -> None:
     """Derive done_materializing and next_materialize_at from the last action and the end (caller saves).
 
     last_action_number is taken from the actions that exist, so revoked look-ahead actions
@@ -39,7 +42,9 @@ def recompute_progress(job: CoordinatorJob, resolved: ResolvedCoordinator | None
     from coordinators.services import load_resolved
 
     resolved = resolved or load_resolved(job)
-    job.last_action_number = job.actions.aggregate(last=Max("number"))["last"] or 0
+    if last_number is None:
+        last_number = job.actions.aggregate(last=Max("number"))["last"] or 0
+    job.last_action_number = last_number
     total = count_before(resolved.start, job.end_time, resolved.frequency, resolved.tz)
     job.done_materializing = job.last_action_number >= total
     job.next_materialize_at = (
@@ -98,7 +103,8 @@ class CoordMaterializeXCommand(JobCommand):
         horizon = min(job.end_time, now + lookahead())
         if job.pause_time is not None:
             horizon = min(horizon, job.pause_time)
-        waiting = job.actions.filter(status=ActionStatus.WAITING).count()
+        # Counting stops at the throttle: a long backlog costs no more than a full one.
+        waiting = job.actions.filter(status=ActionStatus.WAITING)[: max(0, job.throttle)].count()
         room = max(0, job.throttle - waiting)
         due_total = count_before(resolved.start, horizon, resolved.frequency, resolved.tz)
         wanted = min(chunk_size(), room, max(0, due_total - job.last_action_number))
@@ -126,11 +132,11 @@ class CoordMaterializeXCommand(JobCommand):
                     sla=plan_sla(resolved, plan, now),
                 )
             )
-        CoordinatorAction.objects.bulk_create(created, ignore_conflicts=True)
+        insert_actions(created)
         if resolved.app.sla is not None:
             register_actions(job, created, now=now)
-        job.last_action_number += len(created)
-        recompute_progress(job, resolved)
+        # Numbers continue without gaps from last_action_number; the unique (job, number) holds it.
+        recompute_progress(job, resolved, last_number=job.last_action_number + len(created))
         more_due = not job.done_materializing and job.last_action_number < due_total and room > len(created)
         job.pending = more_due
         job.save(update_fields=["last_action_number", "done_materializing", "next_materialize_at", "pending"])
