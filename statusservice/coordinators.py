@@ -77,22 +77,28 @@ def materialization_trigger(now: datetime) -> int:
     return len(ids)
 
 
-def input_checks(now: datetime) -> int:
-    """Queue one input check per job with waiting actions whose check is due; the actions are marked pending."""
+def _check_waiting(now: datetime, due: Q, order: str, *, name_actions: bool) -> int:
+    """Mark due WAITING actions pending and queue one input check per job for them (see input_checks, timeouts)."""
     from coordinators.commands import CoordActionInputCheckXCommand
 
     with transaction.atomic():
         rows = list(
             locked(
-                CoordinatorAction.objects.filter(status=ActionStatus.WAITING, next_check_at__lte=now).filter(
+                CoordinatorAction.objects.filter(due, status=ActionStatus.WAITING).filter(
                     Q(pending=False) | Q(last_modified__lt=now - stale_after())
                 )
-            ).order_by("next_check_at").values_list("pk", "job_id", "number")[:BATCH]
+            ).order_by(order).values_list("pk", "job_id", "number")[:BATCH]
         )
         CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)
-        for job_id in group_by_job(rows):
-            enqueue(CoordActionInputCheckXCommand(job_id=job_id))  # checks every pending or due action
+        for job_id, numbers in group_by_job(rows).items():
+            # Without numbers the command checks every pending or due action of the job.
+            enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=numbers if name_actions else []))
     return len(rows)
+
+
+def input_checks(now: datetime) -> int:
+    """Queue one input check per job with waiting actions whose check is due; the actions are marked pending."""
+    return _check_waiting(now, Q(next_check_at__lte=now), "next_check_at", name_actions=False)
 
 
 def pause_times(now: datetime) -> int:
@@ -111,20 +117,7 @@ def pause_times(now: datetime) -> int:
 
 def timeouts(now: datetime) -> int:
     """Queue an input check (which times out what is still missing) for waiting actions past their timeout."""
-    from coordinators.commands import CoordActionInputCheckXCommand
-
-    with transaction.atomic():
-        rows = list(
-            locked(
-                CoordinatorAction.objects.filter(status=ActionStatus.WAITING, timeout_at__lte=now).filter(
-                    Q(pending=False) | Q(last_modified__lt=now - stale_after())
-                )
-            ).order_by("timeout_at").values_list("pk", "job_id", "number")[:BATCH]
-        )
-        CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)
-        for job_id, numbers in group_by_job(rows).items():
-            enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=numbers))
-    return len(rows)
+    return _check_waiting(now, Q(timeout_at__lte=now), "timeout_at", name_actions=True)
 
 
 def group_by_job(rows: list[tuple[Any, str, int]]) -> dict[str, list[int]]:
