@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -47,6 +48,22 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw.strip() == "":
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+# Oozie's processing time zone is UTC or a fixed GMT offset (coordinator spec 4.2), never a
+# zone with DST rules: nominal times would otherwise shift with the seasons.
+_PROCESSING_TZ = re.compile(r"^(?:UTC|GMT|GMT[+-](?P<h>\d{1,2})(?::?(?P<m>\d{2}))?)$")
+
+
+def env_processing_timezone(name: str, default: str) -> str:
+    """Read the processing time zone: `UTC`, or a fixed offset such as `GMT+05:30`."""
+    value = env_str(name, default).strip()
+    match = _PROCESSING_TZ.match(value)
+    if match is None or int(match["h"] or 0) > 23 or int(match["m"] or 0) > 59:
+        raise ConfigurationError(
+            f"{name}={value!r} is not a processing time zone (use UTC or a fixed offset such as GMT+05:30)"
+        )
+    return value
 
 
 def parse_database_url(url: str, base_dir: Path) -> dict[str, Any]:

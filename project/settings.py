@@ -11,7 +11,14 @@ from pathlib import Path
 
 import django_stubs_ext
 
-from project.env import env_bool, env_int, env_list, env_str, parse_database_url
+from project.env import (
+    env_bool,
+    env_int,
+    env_list,
+    env_processing_timezone,
+    env_str,
+    parse_database_url,
+)
 
 django_stubs_ext.monkeypatch()  # generic admin/DRF classes (ModelAdmin[Model]) at runtime
 
@@ -20,7 +27,8 @@ VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
 # The embedded default needs no configuration; a production deployment must set SECRET_KEY.
-SECRET_KEY = env_str("SECRET_KEY", "embedded-insecure-key-set-SECRET_KEY-in-production")
+# The default's "django-insecure-" prefix makes `check --deploy` report it (security.W009).
+SECRET_KEY = env_str("SECRET_KEY", "django-insecure-embedded-key-set-SECRET_KEY-in-production")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -245,7 +253,7 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "scheduler@localhost")
 
 # --- Oozie semantics ----------------------------------------------------------------------
 # UTC, or a fixed GMT offset such as GMT+05:30 (coordinator spec, section 4.2).
-OOZIE_PROCESSING_TIMEZONE = env_str("OOZIE_PROCESSING_TIMEZONE", "UTC")
+OOZIE_PROCESSING_TIMEZONE = env_processing_timezone("OOZIE_PROCESSING_TIMEZONE", "UTC")
 
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {

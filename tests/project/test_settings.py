@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from project.env import ConfigurationError, env_bool, parse_database_url
+from project.env import ConfigurationError, env_bool, env_processing_timezone, parse_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,30 +62,77 @@ def test_env_bool_refuses_garbage(monkeypatch: pytest.MonkeyPatch) -> None:
     assert env_bool("SOME_FLAG", False) is True
 
 
-def test_check_deploy_is_clean_with_production_values(tmp_path: Path) -> None:
-    """With production values `manage.py check --deploy` reports nothing."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "DEBUG": "false",
-            "SECRET_KEY": "x" * 30 + "-production-secret-" + "y" * 30,
-            "ALLOWED_HOSTS": "scheduler.example.com",
-            "SECURE_SSL_REDIRECT": "true",
-            "SESSION_COOKIE_SECURE": "true",
-            "CSRF_COOKIE_SECURE": "true",
-            "SECURE_HSTS_SECONDS": "31536000",
-            "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
-            "SECURE_HSTS_PRELOAD": "true",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'deploy.sqlite3'}",
-            "OOZIE_PROCESSING_TIMEZONE": "UTC",
-        }
-    )
-    result = subprocess.run(  # noqa: S603
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("", "UTC", id="default-utc"),
+        pytest.param("GMT+05:30", "GMT+05:30", id="gmt-offset"),
+        pytest.param("GMT-0800", "GMT-0800", id="gmt-offset-no-colon"),
+    ],
+)
+def test_processing_timezone_is_utc_or_a_fixed_offset(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: str
+) -> None:
+    """OOZIE_PROCESSING_TIMEZONE defaults to UTC and takes fixed GMT offsets."""
+    monkeypatch.setenv("OOZIE_PROCESSING_TIMEZONE", value)
+    assert env_processing_timezone("OOZIE_PROCESSING_TIMEZONE", "UTC") == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("Europe/Paris", id="zone-with-dst"),
+        pytest.param("GMT+25:00", id="offset-out-of-range"),
+        pytest.param("utc+1", id="garbage"),
+    ],
+)
+def test_processing_timezone_refuses_zones_with_rules(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """A processing time zone with DST rules, or an unreadable one, is a start-up error."""
+    monkeypatch.setenv("OOZIE_PROCESSING_TIMEZONE", value)
+    with pytest.raises(ConfigurationError, match="OOZIE_PROCESSING_TIMEZONE"):
+        env_processing_timezone("OOZIE_PROCESSING_TIMEZONE", "UTC")
+
+
+PRODUCTION = {
+    "DEBUG": "false",
+    "SECRET_KEY": "x" * 30 + "-production-secret-" + "y" * 30,
+    "ALLOWED_HOSTS": "scheduler.example.com",
+    "SECURE_SSL_REDIRECT": "true",
+    "SESSION_COOKIE_SECURE": "true",
+    "CSRF_COOKIE_SECURE": "true",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
+    "SECURE_HSTS_PRELOAD": "true",
+    "REDIS_URL": "redis://redis.example.com:6379/0",
+    "OOZIE_PROCESSING_TIMEZONE": "UTC",
+}
+
+
+def _check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     )
+
+
+def test_check_deploy_is_clean_with_production_values(tmp_path: Path) -> None:
+    """With production values `manage.py check --deploy` reports nothing."""
+    env = dict(os.environ)
+    env.update(PRODUCTION)
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'deploy.sqlite3'}"
+    result = _check_deploy(env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def test_check_deploy_reports_a_forgotten_secret_key(tmp_path: Path) -> None:
+    """Production values but the embedded SECRET_KEY: `check --deploy` says so (security.W009)."""
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env.update({k: v for k, v in PRODUCTION.items() if k != "SECRET_KEY"})
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'deploy.sqlite3'}"
+    result = _check_deploy(env)
+    assert result.returncode != 0
+    assert "security.W009" in result.stderr + result.stdout
 
 
 def test_celery_app_is_json_only_and_durable() -> None:
@@ -100,8 +147,18 @@ def test_celery_app_is_json_only_and_durable() -> None:
     assert app.conf.task_acks_late is True
     assert app.conf.task_reject_on_worker_lost is True
     assert app.conf.worker_prefetch_multiplier == 1
+    assert app.conf.result_accept_content == ["json"]
     visibility = app.conf.broker_transport_options["visibility_timeout"]
     assert visibility > settings.COMMAND_LEASE_SECONDS
+
+
+def test_queues_are_declared_in_one_place() -> None:
+    """Every queue is declared by project.celery; task routes come from task names only."""
+    from project.celery import QUEUE_NAMES, app, route_task
+
+    assert [queue.name for queue in app.conf.task_queues] == list(QUEUE_NAMES)
+    assert app.conf.task_default_queue in QUEUE_NAMES
+    assert tuple(app.conf.task_routes) == (route_task,)
 
 
 @pytest.mark.parametrize(
