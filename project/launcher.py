@@ -98,10 +98,11 @@ def redis_answers(url: str) -> bool:
 
 @dataclass
 class Child:
-    """One supervised child process."""
+    """One supervised child process; children of lower layers stop after those of higher ones."""
 
     name: str
     argv: Sequence[str]
+    layer: int = 1
     process: subprocess.Popen[bytes] | None = None
 
 
@@ -114,10 +115,15 @@ class Supervisor:
     cwd: Path
     children: list[Child] = field(default_factory=list)
     stopping: bool = False
+    stopped: bool = False
 
-    def start(self, name: str, argv: Sequence[str]) -> Child:
-        """Start a child in its own session, tied to the launcher's life."""
-        child = Child(name=name, argv=list(argv))
+    def start(self, name: str, argv: Sequence[str], layer: int = 1) -> Child:
+        """Start a child in its own session, tied to the launcher's life.
+
+        `layer` 0 is infrastructure (Redis): it stops only once every service above it has,
+        so a worker's warm shutdown can still acknowledge its messages.
+        """
+        child = Child(name=name, argv=list(argv), layer=layer)
         child.process = subprocess.Popen(  # noqa: S603 - argv is built here, never from input
             list(argv),
             env=self.env,
@@ -137,15 +143,24 @@ class Supervisor:
         return None
 
     def stop_all(self, grace: float = 15.0) -> None:
-        """SIGTERM every child's process group (newest first), then SIGKILL what remains."""
+        """Stop every child, highest layer first: SIGTERM its process group, then SIGKILL leftovers."""
         self.stopping = True
-        for child in reversed(self.children):
+        if self.stopped:
+            return
+        self.stopped = True
+        for layer in sorted({child.layer for child in self.children}, reverse=True):
+            self._stop_layer([child for child in self.children if child.layer == layer], grace)
+        self.log("all processes stopped")
+
+    def _stop_layer(self, children: list[Child], grace: float) -> None:
+        """SIGTERM every child's group (newest first), wait up to grace, then SIGKILL what remains."""
+        for child in reversed(children):
             proc = child.process
             if proc is not None and proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        for child in reversed(self.children):
+        for child in reversed(children):
             proc = child.process
             if proc is None:
                 continue
@@ -160,7 +175,6 @@ class Supervisor:
             # Reap anything left in the child's group (forked worker processes).
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-        self.log("all processes stopped")
 
 
 def install_stop_handlers(on_stop: Callable[[], None]) -> None:

@@ -132,7 +132,8 @@ class Command(BaseCommand):
         redis_dir.mkdir(parents=True, exist_ok=True)
         supervisor.start(
             "redis",
-            [
+            layer=0,
+            argv=[
                 binary,
                 "--port", str(redis_port),
                 "--bind", "127.0.0.1",
