@@ -118,6 +118,12 @@ def test_admin_shows_queues_and_unblocks_a_parked_key(client: Client) -> None:
     assert engine.process(parked.pk) == "parked"
     page = client.get("/admin/xcommands/commandkey/")
     assert page.status_code == 200
+    queues = {queue.key: queue for queue in page.context["cl"].result_list}
+    blocked = queues["blocked"]
+    assert (blocked.depth, blocked.parked, blocked.head_id) == (2, 1, parked.pk)  # type: ignore[attr-defined]
+    assert blocked.oldest == parked.enqueued_at  # type: ignore[attr-defined]
+    assert (queues["busy"].depth, queues["busy"].parked) == (1, 0)  # type: ignore[attr-defined]
+    assert "0h 0m" in page.content.decode()  # oldest waiting age
     text = page.content.decode()
     assert '">blocked</a></th>' in text and '">busy</a></th>' in text
     assert f"#{parked.pk} tests.TraceXCommand</a> (PARKED)" in text

@@ -5,6 +5,7 @@ The worker-level guarantees (several processes, SIGKILL, Redis loss) are in test
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -72,6 +73,18 @@ def test_command_names_and_registry() -> None:
     assert TraceXCommand.celery_task.name == "tests.TraceXCommand"
     with pytest.raises(UnknownCommand):
         registered_command("nope.MissingXCommand")
+
+
+def test_the_doorbell_shows_the_command_its_key_and_arguments(traces: redis.Redis) -> None:
+    """The Celery message of a command is named after it and carries its key and arguments (Flower)."""
+    row = enqueue(TraceXCommand(key="flower-key", label="shown"))
+    raw = traces.lrange("commands", 0, -1)
+    assert len(raw) == 1
+    headers = json.loads(raw[0])["headers"]
+    assert headers["task"] == "tests.TraceXCommand"
+    assert headers["argsrepr"] == f"[{row.pk}]"
+    assert "'key': 'flower-key'" in headers["kwargsrepr"]
+    assert "'label': 'shown'" in headers["kwargsrepr"]
 
 
 def test_only_the_head_of_a_key_can_be_claimed() -> None:

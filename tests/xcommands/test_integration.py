@@ -16,6 +16,7 @@ import redis
 from django.db import connection, transaction
 from django.test import override_settings
 
+from project.launcher import free_port
 from tests.support.processes import WorkerProcess, wait_until
 from xcommands.choices import TERMINAL_STATUSES, CommandStatus
 from xcommands.keyed import enqueue_job
@@ -238,6 +239,78 @@ def test_enqueue_in_rolled_back_transaction_never_runs(
     wait_done([sentinel])
     time.sleep(SWEEP * 3)
     assert [e["label"] for e in read_trace(rclient, "ghost")] == ["sentinel", "sentinel"]
+
+
+def test_commands_committed_while_redis_is_down_run_once_it_is_back(
+    live_workers: Callable[..., WorkerProcess], live_beat: Callable[..., WorkerProcess], rclient: redis.Redis
+) -> None:
+    """Enqueue commits even when the doorbell cannot be sent; the sweep rings it later and it runs."""
+    from project.celery import app
+    from tests.conftest import _point_celery_at
+
+    _point_celery_at(app, f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0")
+    rows = []
+    try:
+        for i in range(4):
+            started = time.monotonic()
+            rows.append(enqueue(TraceXCommand(key=f"down-{i % 2}", label=f"d{i}", transactional=False)))
+            assert time.monotonic() - started < 5, "a dead broker must not hang the caller"
+    finally:
+        _point_celery_at(app, _url(rclient), _url(rclient))
+    assert rclient.llen("commands") == 0  # no doorbell reached Redis
+    assert Command.objects.filter(pk__in=[r.pk for r in rows], status=CommandStatus.PENDING).count() == 4
+    worker(live_workers, "w1")
+    live_beat(**ENGINE_ENV)
+    wait_done(rows, timeout=60)
+    for key, labels in (("down-0", ["d0", "d2"]), ("down-1", ["d1", "d3"])):
+        assert [label for label, *_ in spans(read_trace(rclient, key))] == labels
+
+
+def _url(client: redis.Redis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"
+
+
+def test_heartbeats_keep_a_long_command_leased(
+    live_workers: Callable[..., WorkerProcess], live_beat: Callable[..., WorkerProcess], rclient: redis.Redis
+) -> None:
+    """A live worker renews its lease: a command running three leases long is never taken over."""
+    # SQLite: a transactional command holds the only write lock, so nothing (not even its
+    # heartbeat) could write meanwhile; there the long command runs outside a transaction.
+    transactional = connection.vendor != "sqlite"
+    worker(live_workers, "w1")
+    live_beat(**ENGINE_ENV)
+    row = enqueue(TraceXCommand(key="long", label="long", sleep=3 * LEASE, transactional=transactional))
+    wait_done([row], timeout=60)
+    row.refresh_from_db()
+    assert (row.status, row.attempts) == (CommandStatus.SUCCEEDED, 1)
+    assert [h["outcome"] for h in row.history] == ["SUCCEEDED"]  # no "lease expired"
+    assert [e["event"] for e in read_trace(rclient, "long")] == ["start", "end"]
+    assert effects("long") == 1
+
+
+def test_a_hot_key_backlog_does_not_delay_other_keys(
+    live_workers: Callable[..., WorkerProcess], rclient: redis.Redis
+) -> None:
+    """Fairness: cold keys enqueued behind a 150-command backlog on one key start at once."""
+    worker(live_workers, "w1")
+    with transaction.atomic():
+        hot = [
+            enqueue(TraceXCommand(key="hot", label=f"h{i:03d}", sleep=0.02, transactional=False, effect=False))
+            for i in range(150)
+        ]
+    wait_until(lambda: bool(read_trace(rclient, "hot")), 30, "the hot key to start")
+    enqueued_at = time.time()
+    cold = [enqueue(TraceXCommand(key=f"cold-{i}", label=f"c{i}", effect=False)) for i in range(10)]
+    wait_done(cold, timeout=60)
+    hot_left = Command.objects.filter(pk__in=[r.pk for r in hot], status=CommandStatus.PENDING).count()
+    assert hot_left >= 50, f"the cold keys waited for the hot backlog ({hot_left} hot commands left)"
+    waits = [spans(read_trace(rclient, f"cold-{i}"))[0][1] - enqueued_at for i in range(10)]
+    assert max(waits) < 3.0, waits
+    wait_done(hot, timeout=120)
+    runs = spans(read_trace(rclient, "hot"))
+    assert [label for label, *_ in runs] == [f"h{i:03d}" for i in range(150)]
+    assert all(b[1] >= a[2] for a, b in zip(runs, runs[1:], strict=False))
 
 
 def test_keyed_jobs_run_named_tasks_in_order_with_retries_and_rollback(
