@@ -150,6 +150,9 @@ BROKER_VISIBILITY_TIMEOUT = env_int("BROKER_VISIBILITY_TIMEOUT", 3600)
 # directly, up to this many commands and this long, before ringing it instead (fairness).
 COMMAND_DRAIN_MAX = env_int("COMMAND_DRAIN_MAX", 16)
 COMMAND_DRAIN_QUANTUM_MS = env_int("COMMAND_DRAIN_QUANTUM_MS", 20)
+# PostgreSQL: the engine's claim and completion statements are prepared once per connection.
+# Turn off behind a transaction-mode connection pooler that cannot keep prepared statements.
+COMMAND_PREPARED_STATEMENTS = env_bool("COMMAND_PREPARED_STATEMENTS", True)
 # A head whose doorbell was sent but which has not started after this long is rung again.
 COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
 # Celery tasks that keyed jobs (API and enqueue_job) may run: glob patterns on task names.

@@ -163,9 +163,6 @@ def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", er
     transaction then rolls back, so a zombie's effects never commit.
     """
     now = timezone.now()
-    # Lock the key row first: orders this completion against concurrent enqueues of the
-    # key, so a command enqueued meanwhile is either seen here or sees us finished.
-    sql.lock_key(claim.key)
     entry = {
         "attempt": claim.attempt,
         "phase": "rollback" if claim.rolling_back else "execute",
@@ -181,10 +178,14 @@ def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", er
         last_error = ""  # earlier attempts' errors stay in the history
     else:
         last_error = None
+    # The completion also locks the key row: it orders this completion against concurrent
+    # enqueues of the key, so a command enqueued meanwhile is either seen by
+    # ring_next_head below or sees us finished (and rings itself).
     done = sql.finish(
         claim.command_id,
         claim.token,
         claim.leased_status,
+        key=claim.key,
         status=status,
         now=now,
         history=[*claim.history, entry],

@@ -4,14 +4,20 @@ The ORM would need four statements and a transaction to claim a command; here a 
 one UPDATE whose WHERE clause checks head-of-key and due-ness and whose RETURNING clause
 hands back what the worker needs. Row locking makes concurrent claims of one command
 safe: the loser re-evaluates the WHERE clause after the winner commits and matches nothing.
+
+On PostgreSQL these statements run as server-side prepared statements (planned once per
+connection): a command's claim and completion are four short statements, and planning
+them each time would cost as much as running them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -30,6 +36,32 @@ def _ts(value: datetime) -> Any:
 
 def _json_param() -> str:
     return "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+
+
+def _execute(statement: str, params: Sequence[Any]) -> tuple[tuple[Any, ...] | None, int]:
+    """Run one statement; its first row (if it returns rows) and its row count.
+
+    PostgreSQL: through the driver's server-side binding cursor with `prepare=True`, inside
+    Django's connection and transaction, its errors mapped to Django's as usual.
+    """
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            row = cursor.fetchone() if cursor.description else None
+            return row, cursor.rowcount
+    import psycopg  # only PostgreSQL deployments have it
+
+    connection.ensure_connection()
+    raw = connection.connection
+    prepare = bool(getattr(settings, "COMMAND_PREPARED_STATEMENTS", True))
+    if prepare and raw.prepare_threshold is None:
+        # Django turns preparing off (for transaction-mode poolers); its own cursors bind
+        # on the client and never prepare, so this enables it for the engine's cursors only.
+        raw.prepare_threshold = 2**31
+    with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+        cursor.execute(statement, params, prepare=prepare)
+        row = cursor.fetchone() if cursor.description else None
+        return row, cursor.rowcount
 
 
 def _json(value: Any) -> Any:
@@ -60,9 +92,7 @@ RETURNING key, name, params, fencing_token, attempts, max_retries, status, last_
 
 def claim(command_id: int, owner: str, now: datetime, lease_until: datetime) -> dict[str, Any] | None:
     """Lease the command if it is the due head of its key; its row, or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(CLAIM_SQL, [owner, _ts(lease_until), _ts(now), command_id, _ts(now)])
-        row = cursor.fetchone()
+    row, _count = _execute(CLAIM_SQL, [owner, _ts(lease_until), _ts(now), command_id, _ts(now)])
     if row is None:
         return None
     key, name, params, token, attempts, max_retries, status, last_error, history = row
@@ -84,13 +114,18 @@ def finish(
     token: int,
     leased_status: str,
     *,
+    key: str,
     status: str,
     now: datetime,
     history: list[dict[str, Any]],
     result: Any,
     last_error: str | None,
 ) -> bool:
-    """Fenced completion: True when the row still carried our token and leased status."""
+    """Fenced completion: True when the row still carried our token and leased status.
+
+    It also takes the key row's lock for the rest of the transaction (see `lock_key`): on
+    PostgreSQL within the same statement, on SQLite the IMMEDIATE transaction holds it.
+    """
     error_sql = "%s" if last_error is not None else "last_error"
     params: list[Any] = [status, _ts(now), json.dumps(history), json.dumps(result)]
     if last_error is not None:
@@ -102,9 +137,14 @@ def finish(
         f"result = {_json_param()}, last_error = {error_sql} "
         "WHERE id = %s AND fencing_token = %s AND status = %s"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return bool(cursor.rowcount == 1)
+    if connection.vendor == "postgresql":
+        # Lock the key row before the next statement reads the key's next head (a fresh
+        # snapshot, taken after the lock): an enqueue of the key then either committed
+        # before (and is seen) or waits for this transaction (and sees it finished).
+        sql += f" AND EXISTS (SELECT 1 FROM {KEY_TABLE} WHERE key = %s FOR UPDATE)"  # noqa: S608
+        params.append(key)
+    _row, count = _execute(sql, params)
+    return count == 1
 
 
 def lock_key(key: str) -> None:
@@ -129,9 +169,7 @@ RETURNING id, name, not_before, params
 
 def wake_next_head(key: str, now: datetime, ring_by: datetime) -> dict[str, Any] | None:
     """Set the wake time of the key's head if it is pending; the head's row, or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(NEXT_HEAD_SQL, [_ts(now), _ts(ring_by), key])
-        row = cursor.fetchone()
+    row, _count = _execute(NEXT_HEAD_SQL, [_ts(now), _ts(ring_by), key])
     if row is None:
         return None
     command_id, name, not_before, params = row

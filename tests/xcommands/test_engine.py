@@ -371,3 +371,23 @@ def test_purge_deletes_only_old_finished_commands() -> None:
     )
     assert purge_finished(timezone.now(), timedelta(days=30), batch=1) == 1
     assert set(Command.objects.values_list("pk", flat=True)) == {recent_done.pk, waiting.pk}
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "not-prepared"])
+def test_postgres_hot_paths_are_prepared_statements_unless_turned_off(prepared: bool) -> None:
+    """On PostgreSQL claims and completions are server-side prepared statements (planned once);
+    COMMAND_PREPARED_STATEMENTS=false (transaction-mode poolers) runs them unprepared."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are a PostgreSQL optimisation")
+    connection.close()  # a fresh connection: nothing prepared yet
+    with override_settings(COMMAND_PREPARED_STATEMENTS=prepared):
+        rows = [enqueue(TraceXCommand(key="prep", label=f"p{i}", effect=False)) for i in range(3)]
+        assert [engine.process(row.pk) for row in rows] == ["succeeded"] * 3
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            statements = [row[0] for row in cursor.fetchall()]
+    assert any("fencing_token = fencing_token + 1" in text for text in statements) is prepared
+    assert any("finished_at" in text for text in statements) is prepared
+
