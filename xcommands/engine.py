@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from xcommands import sql
@@ -33,8 +33,8 @@ from xcommands.queue import ring, ring_stale_after
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 8000
-# The next head of the key that the current command's commit made runnable (see process()).
-_handoff = threading.local()
+# The drain of the doorbell this thread is running, if any (see process()).
+_local = threading.local()
 
 
 def lease_duration() -> timedelta:
@@ -92,43 +92,61 @@ def _drain_limits() -> tuple[int, float]:
     )
 
 
+@dataclass
+class _Drain:
+    """What one doorbell may still run: more commands of its first command's class, until a deadline."""
+
+    name: str
+    deadline: float
+    allowed: bool = True
+    taken: Claim | None = None
+
+
 def process(command_id: int) -> str:
     """Run the command if it is the runnable head of its key; return what happened to it.
 
-    After it commits, the key's next head is run here too when it is the same command
-    class, is due, and the quantum (COMMAND_DRAIN_MAX commands, COMMAND_DRAIN_QUANTUM_MS)
-    is not spent: round robin with a quantum, which saves a broker round trip per command
-    while a hot key still yields to the others after one quantum. Otherwise the next head's
-    doorbell goes to the back of the queue.
+    When it finishes, the key's next head is claimed in the same transaction and run here
+    too if it is the same command class, is due, and the quantum (COMMAND_DRAIN_MAX
+    commands, COMMAND_DRAIN_QUANTUM_MS) is not spent: round robin with a quantum, which
+    saves a broker round trip and a claim per command while a hot key still yields to the
+    others after one quantum. Otherwise the next head's doorbell goes to the back of the queue.
     """
     max_run, quantum = _drain_limits()
-    started = time.monotonic()
-    first_outcome = "not-runnable"
-    first_name = ""
-    current = command_id
-    for ran in range(max_run):
-        _handoff.head = None
-        claim = claim_command(current)
-        if claim is None:
-            return first_outcome
-        first_name = first_name or claim.name
-        with heartbeat(claim.command_id, claim.token):
-            outcome = _rollback(claim, claim.last_error) if claim.rolling_back else _execute(claim)
-        if ran == 0:
-            first_outcome = outcome
-        nxt: tuple[dict[str, Any], str] | None = getattr(_handoff, "head", None)
-        _handoff.head = None
-        if nxt is None:
-            return first_outcome
-        head, key = nxt
-        keep_going = (
-            ran + 1 < max_run and head["name"] == first_name and time.monotonic() - started < quantum
-        )
-        if not keep_going:
-            ring(head["id"], head["name"], {"key": key, "params": head["params"]})
-            return first_outcome
-        current = head["id"]
+    claim = claim_command(command_id)
+    if claim is None:
+        return "not-runnable"
+    drain = _Drain(name=claim.name, deadline=time.monotonic() + quantum)
+    # Called inside someone's transaction, commits (and so hand-offs) happen only later.
+    drains = not connection.in_atomic_block
+    first_outcome = ""
+    _local.drain = drain
+    try:
+        for ran in range(1, max_run + 1):
+            drain.allowed, drain.taken = drains and ran < max_run, None
+            with heartbeat(claim.command_id, claim.token):
+                outcome = _rollback(claim, claim.last_error) if claim.rolling_back else _execute(claim)
+            first_outcome = first_outcome or outcome
+            if drain.taken is None:
+                break
+            claim = drain.taken
+    finally:
+        _local.drain = None
     return first_outcome
+
+
+def _claim_of(row: dict[str, Any]) -> Claim:
+    return Claim(
+        command_id=row["id"],
+        key=row["key"],
+        name=row["name"],
+        params=row["params"],
+        token=row["token"],
+        attempt=row["attempts"],
+        max_retries=row["max_retries"],
+        rolling_back=row["status"] == CommandStatus.ROLLING_BACK,
+        last_error=row["last_error"],
+        history=row["history"],
+    )
 
 
 def claim_command(command_id: int, now: datetime | None = None) -> Claim | None:
@@ -140,20 +158,7 @@ def claim_command(command_id: int, now: datetime | None = None) -> Claim | None:
     """
     now = now or timezone.now()
     row = sql.claim(command_id, worker_identity(), now, now + lease_duration())
-    if row is None:
-        return None
-    return Claim(
-        command_id=command_id,
-        key=row["key"],
-        name=row["name"],
-        params=row["params"],
-        token=row["token"],
-        attempt=row["attempts"],
-        max_retries=row["max_retries"],
-        rolling_back=row["status"] == CommandStatus.ROLLING_BACK,
-        last_error=row["last_error"],
-        history=row["history"],
-    )
+    return None if row is None else _claim_of(row)
 
 
 def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", error: str = "") -> None:
@@ -198,16 +203,22 @@ def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", er
 
 
 def ring_next_head(key: str, now: datetime) -> None:
-    """Schedule the doorbell of the key's head if it is pending (now, or at its retry time)."""
+    """Hand the key's next head on (in the caller's transaction, which holds the key's lock).
+
+    Inside a drain that may go on, a due head of the same command class is claimed here and
+    run by this worker after commit; otherwise a pending head is rung after commit (or, when
+    it waits for a retry, left to the sweep at its retry time).
+    """
+    drain: _Drain | None = getattr(_local, "drain", None)
+    if drain is not None and drain.allowed and time.monotonic() < drain.deadline:
+        row = sql.claim_next_head(key, drain.name, worker_identity(), now, now + lease_duration())
+        if row is not None:
+            transaction.on_commit(partial(setattr, drain, "taken", _claim_of(row)))
+            return
     head = sql.wake_next_head(key, now, now + ring_stale_after())
     if head is None or head["not_before"] > now:
         return  # nothing waiting, or a retry that the sweep rings when due
-    # After commit the worker that finished the command runs the head itself or rings it.
-    transaction.on_commit(partial(_hand_off, head, key))
-
-
-def _hand_off(head: dict[str, Any], key: str) -> None:
-    _handoff.head = (head, key)
+    transaction.on_commit(partial(ring, head["id"], head["name"], {"key": key, "params": head["params"]}))
 
 
 def _execute(claim: Claim) -> str:

@@ -93,10 +93,43 @@ RETURNING key, name, params, fencing_token, attempts, max_retries, status, last_
 def claim(command_id: int, owner: str, now: datetime, lease_until: datetime) -> dict[str, Any] | None:
     """Lease the command if it is the due head of its key; its row, or None."""
     row, _count = _execute(CLAIM_SQL, [owner, _ts(lease_until), _ts(now), command_id, _ts(now)])
-    if row is None:
-        return None
+    return None if row is None else _claimed(command_id, row)
+
+
+CLAIM_NEXT_SQL = f"""
+UPDATE {TABLE} SET
+    fencing_token = fencing_token + 1,
+    lease_owner = %s,
+    lease_expires_at = %s,
+    started_at = COALESCE(started_at, %s),
+    wake_at = NULL,
+    attempts = attempts + 1,
+    status = '{CommandStatus.RUNNING}'
+WHERE id = (
+    SELECT id FROM {TABLE} WHERE key = %s AND status IN ({_ACTIVE}) ORDER BY seq LIMIT 1
+) AND status = '{CommandStatus.PENDING}' AND not_before <= %s AND name = %s
+RETURNING id, key, name, params, fencing_token, attempts, max_retries, status, last_error, history
+"""  # noqa: S608
+
+
+def claim_next_head(
+    key: str, name: str, owner: str, now: datetime, lease_until: datetime
+) -> dict[str, Any] | None:
+    """Lease the key's head if it is a due PENDING command named `name`; its row, or None.
+
+    Called by the completion of the key's previous head, in its transaction and under the
+    key row's lock: nobody else can claim this head before that transaction commits.
+    """
+    row, _count = _execute(
+        CLAIM_NEXT_SQL, [owner, _ts(lease_until), _ts(now), key, _ts(now), name]
+    )
+    return None if row is None else _claimed(int(row[0]), row[1:])
+
+
+def _claimed(command_id: int, row: Sequence[Any]) -> dict[str, Any]:
     key, name, params, token, attempts, max_retries, status, last_error, history = row
     return {
+        "id": command_id,
         "key": key,
         "name": name,
         "params": _json(params),

@@ -348,6 +348,37 @@ def test_a_doorbell_drains_its_key_within_the_quantum(traces: redis.Redis) -> No
     assert starts == [f"d{i}" for i in range(5)]
 
 
+def test_drained_commands_are_claimed_by_the_finishing_transaction(traces: redis.Redis) -> None:
+    """Within a drain the next head is leased in its predecessor's transaction: one claim each, no doorbell."""
+    rows = [enqueue(TraceXCommand(key="hand", label=f"h{i}", effect=False)) for i in range(3)]
+    traces.delete("commands")
+    with override_settings(COMMAND_DRAIN_MAX=10, COMMAND_DRAIN_QUANTUM_MS=10_000):
+        assert engine.process(rows[0].pk) == "succeeded"
+    for row in rows:
+        row.refresh_from_db()
+        assert (row.status, row.attempts, row.fencing_token) == (CommandStatus.SUCCEEDED, 1, 1)
+    assert traces.llen("commands") == 0
+
+
+def test_no_hand_off_inside_a_callers_transaction(traces: redis.Redis) -> None:
+    """process() called inside an open transaction leases nothing it could not run: the next head stays pending."""
+    rows = [enqueue(TraceXCommand(key="outer", label=f"o{i}", effect=False)) for i in range(2)]
+    with override_settings(COMMAND_DRAIN_MAX=10, COMMAND_DRAIN_QUANTUM_MS=10_000), transaction.atomic():
+        assert engine.process(rows[0].pk) == "succeeded"
+    assert [status_of(row) for row in rows] == [CommandStatus.SUCCEEDED, CommandStatus.PENDING]
+
+
+def test_skipping_a_parked_command_rings_the_next_head_at_once(traces: redis.Redis) -> None:
+    """The operator's skip wakes the key's next command through the broker, not at the next sweep."""
+    row = enqueue(TraceXCommand(key="skip", label="s", fail_times=1, fail_kind="permanent", rollback_fails=True))
+    behind = enqueue(TraceXCommand(key="skip", label="behind"))
+    assert engine.process(row.pk) == "parked"
+    traces.delete("commands")
+    operations.skip_command(row.pk, user="ops")
+    doorbells = [json.loads(raw)["headers"]["argsrepr"] for raw in traces.lrange("commands", 0, -1)]
+    assert doorbells == [f"[{behind.pk}]"]
+
+
 def test_a_spent_quantum_rings_the_next_head_instead(traces: redis.Redis) -> None:
     """With the time quantum spent, the next head is left to its doorbell."""
     rows = [enqueue(TraceXCommand(key="q", label=f"q{i}")) for i in range(3)]
