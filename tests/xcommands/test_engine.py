@@ -66,6 +66,19 @@ def test_transitions_table_is_closed_over_statuses() -> None:
         assert TRANSITIONS[terminal] == frozenset()
 
 
+def test_public_names_of_the_package() -> None:
+    """`xcommands.XCommand`, `xcommands.enqueue` and `xcommands.enqueue_job` are the engine's API."""
+    import xcommands
+    from xcommands import base, keyed, queue
+
+    assert xcommands.XCommand is base.XCommand
+    assert xcommands.enqueue is queue.enqueue
+    assert xcommands.enqueue_job is keyed.enqueue_job
+    assert sorted(xcommands.__all__) == sorted(xcommands._EXPORTS)  # noqa: SLF001
+    with pytest.raises(AttributeError):
+        _ = xcommands.no_such_name  # type: ignore[attr-defined]
+
+
 def test_command_names_and_registry() -> None:
     """A command registers under '<app>.<Class>' with a Celery task of the same name."""
     assert TraceXCommand.command_name == "tests.TraceXCommand"
