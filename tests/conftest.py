@@ -84,8 +84,29 @@ def _point_celery_at(app: Any, broker: str, backend: str) -> None:
     app._local.__dict__.pop("backend", None)
 
 
+@pytest.fixture(scope="session")
+def _child_sessions_end_before_teardown(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Before the test database is dropped, end the sessions killed child processes left behind.
+
+    PostgreSQL refuses to drop a database while a session is connected, and a SIGKILLed
+    worker's server process may still be on its way out when the test session ends.
+    """
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+
 @pytest.fixture
-def worker_env(transactional_db: None, celery_to_test_redis: str) -> Callable[..., dict[str, str]]:
+def worker_env(
+    transactional_db: None, celery_to_test_redis: str, _child_sessions_end_before_teardown: None
+) -> Callable[..., dict[str, str]]:
     """Build the environment of a child process sharing this test's database and Redis."""
     from django.db import connection
 
