@@ -235,7 +235,7 @@ class Bench:
         Command.objects.filter(key__startswith=f"bench:{self.run}").delete()
         CommandKey.objects.filter(key__startswith=f"bench:{self.run}").delete()
 
-    def execute(self, hot_backlog: int = 10_000, samples: int = 100) -> dict[str, Any]:
+    def execute(self, hot_backlog: int = 10_000, samples: int = 300) -> dict[str, Any]:
         """Run every phase; return the figures."""
         self.redis_url = self._start_redis()
         _point_app_at(self.redis_url)
@@ -264,6 +264,10 @@ class Bench:
             hot_done_before = client.llen(f"bench:{hot_run}:hot")
             busy = self._cold_latencies(client, samples, "b")
             hot_done_during = client.llen(f"bench:{hot_run}:hot") - hot_done_before
+            # Every sample must have been taken behind the backlog, or the phase measured less.
+            hot_left = hot_backlog - client.llen(f"bench:{hot_run}:hot")
+            if hot_left <= 0:
+                self.log("warning: the hot backlog ran out before the cold-key samples were done")
             self.log(f"  p50 {statistics.median(busy):.1f} ms, p99 {_percentile(busy, 99):.1f} ms "
                      f"(hot key ran {hot_done_during} commands meanwhile)")
             hot_order, hot_overlap = _violations(_read(client, hot_run, "hot"))
@@ -289,8 +293,10 @@ class Bench:
             "cold_key_p99_ms_idle": round(_percentile(idle, 99), 1),
             "cold_key_p50_ms_hot_backlog": round(statistics.median(busy), 1),
             "cold_key_p99_ms_hot_backlog": round(_percentile(busy, 99), 1),
+            "cold_key_samples": samples,
             "hot_backlog": hot_backlog,
             "hot_key_commands_during_sampling": hot_done_during,
+            "hot_backlog_left_after_sampling": hot_left,
         }
 
 
@@ -305,9 +311,11 @@ def _point_app_at(url: str) -> None:
     app._after_fork()  # type: ignore[attr-defined]  # forgets cached connection pools
 
 
-def run_keyed_queue_bench(commands: int, keys: int, workers: int, log: Callable[[str], None]) -> dict[str, Any]:
+def run_keyed_queue_bench(
+    commands: int, keys: int, workers: int, log: Callable[[str], None], samples: int = 300
+) -> dict[str, Any]:
     """Entry point for `manage.py bench keyed-queue`."""
-    return Bench(commands, keys, workers, log).execute()
+    return Bench(commands, keys, workers, log).execute(samples=samples)
 
 
 def dumps(figures: dict[str, Any]) -> str:

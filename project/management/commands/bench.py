@@ -12,7 +12,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from xcommands.benchmarks import run_keyed_queue_bench
 
-    return run_keyed_queue_bench(options["commands"], options["keys"], options["workers"], log)
+    return run_keyed_queue_bench(
+        options["commands"], options["keys"], options["workers"], log, samples=options["samples"]
+    )
 
 
 def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -60,6 +62,9 @@ class Command(BaseCommand):
         parser.add_argument("--commands", type=int, default=3000)
         parser.add_argument("--keys", type=int, default=50)
         parser.add_argument("--workers", type=int, default=2)
+        parser.add_argument(
+            "--samples", type=int, default=300, help="keyed-queue: cold-key latencies measured per phase"
+        )
         parser.add_argument("--actions", type=int, default=100_000, help="materialize(-plan): actions to create or plan")
         parser.add_argument("--jobs", type=int, default=500, help="trigger-latency: coordinators to run")
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
@@ -72,7 +77,7 @@ class Command(BaseCommand):
         runner = BENCHMARKS.get(options["name"])
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
-        for name in ("commands", "keys", "workers", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat"):
+        for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat"):
             if name in options and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 
