@@ -155,13 +155,29 @@ class Bench:
                 raise RuntimeError(f"bench worker did not start; see {self.tmp / 'worker.log'}")
             time.sleep(0.1)
 
-    def _wait_traces(self, client: redis.Redis, run: str, keys: list[str], total: int, timeout: float) -> float:
+    def _wait_traces(
+        self,
+        client: redis.Redis,
+        run: str,
+        keys: list[str],
+        total: int,
+        timeout: float,
+        nudge: Callable[[], None] | None = None,
+    ) -> float:
+        """Wait until `total` traces exist; call `nudge` whenever nothing moved for 5 s."""
         deadline = time.monotonic() + timeout
+        last_done, last_move = -1, time.monotonic()
         while True:
             done = sum(client.llen(f"bench:{run}:{key}") for key in keys)
             if done >= total:
                 return time.perf_counter()
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if done != last_done:
+                last_done, last_move = done, now
+            elif nudge is not None and now - last_move > 5:
+                nudge()
+                last_move = now
+            if now > deadline:
                 raise RuntimeError(f"only {done} of {total} benchmark tasks finished in {timeout:.0f} s")
             time.sleep(0.01)
 
@@ -186,8 +202,13 @@ class Bench:
         app.control.cancel_consumer("default", destination=[self.hostname], reply=True, timeout=10)
         for n in range(self.commands):
             raw_noop.apply_async(args=(run, keys[n % self.keys], n), queue="default")
-        app.control.add_consumer("default", destination=[self.hostname], reply=True, timeout=10)
-        self._wait_traces(client, run, keys, self.commands, 600)
+        def resume() -> None:
+            # A broadcast can be missed (the worker's control connection is itself on Redis):
+            # when the queue does not move, say it again.
+            app.control.add_consumer("default", destination=[self.hostname], reply=True, timeout=10)
+
+        resume()
+        self._wait_traces(client, run, keys, self.commands, 600, nudge=resume)
         return self._drain_rate(client, run, keys)[0]
 
     def _keyed_round(self, client: redis.Redis, round_no: int) -> tuple[float, int, int]:
@@ -312,10 +333,15 @@ def _point_app_at(url: str) -> None:
 
 
 def run_keyed_queue_bench(
-    commands: int, keys: int, workers: int, log: Callable[[str], None], samples: int = 300
+    commands: int,
+    keys: int,
+    workers: int,
+    log: Callable[[str], None],
+    samples: int = 300,
+    hot_backlog: int = 10_000,
 ) -> dict[str, Any]:
     """Entry point for `manage.py bench keyed-queue`."""
-    return Bench(commands, keys, workers, log).execute(samples=samples)
+    return Bench(commands, keys, workers, log).execute(hot_backlog=hot_backlog, samples=samples)
 
 
 def dumps(figures: dict[str, Any]) -> str:
