@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -241,8 +242,8 @@ class Bench:
                     enqueue(BenchNoopXCommand(run_id=run, key="hot", seq=n))
         return run
 
-    def cleanup(self) -> None:
-        """Stop what the bench started and delete its rows."""
+    def cleanup(self, keep_logs: bool = True) -> None:
+        """Stop what the bench started and delete its rows (and its temporary files unless asked to keep them)."""
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 try:
@@ -255,6 +256,8 @@ class Bench:
                     proc.kill()
         Command.objects.filter(key__startswith=f"bench:{self.run}").delete()
         CommandKey.objects.filter(key__startswith=f"bench:{self.run}").delete()
+        if not keep_logs:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     def execute(self, hot_backlog: int = 10_000, samples: int = 300) -> dict[str, Any]:
         """Run every phase; return the figures."""
@@ -262,6 +265,7 @@ class Bench:
         _point_app_at(self.redis_url)
         settings.REDIS_URL = self.redis_url
         client = redis.Redis.from_url(self.redis_url)
+        finished = False
         try:
             self.log(f"bench run {self.run}: starting a worker (concurrency {self.workers}) on {self.redis_url}")
             self._start_worker()
@@ -295,8 +299,10 @@ class Bench:
             Command.objects.filter(
                 key=f"bench:{hot_run}:hot", status__in=ACTIVE_STATUSES
             ).update(status=CommandStatus.CANCELLED, wake_at=None)
+            finished = True
         finally:
-            self.cleanup()
+            # A failed run keeps the worker's log (its path is in the error) for a look.
+            self.cleanup(keep_logs=not finished)
         return {
             "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             "commands": self.commands,
