@@ -30,7 +30,7 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from xcommands.base import XCommand
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
-from xcommands.queue import enqueue
+from xcommands.queue import enqueue, enqueue_many
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +72,7 @@ def materialization_trigger(now: datetime) -> int:
             ).order_by("next_materialize_at").values_list("pk", flat=True)[:BATCH]
         )
         CoordinatorJob.objects.filter(pk__in=ids).update(pending=True, last_modified=now)
-        for job_id in ids:
-            enqueue(CoordMaterializeXCommand(job_id=job_id))
+        enqueue_many([CoordMaterializeXCommand(job_id=job_id) for job_id in ids])
     return len(ids)
 
 
@@ -90,9 +89,11 @@ def _check_waiting(now: datetime, due: Q, order: str, *, name_actions: bool) -> 
             ).order_by(order).values_list("pk", "job_id", "number")[:BATCH]
         )
         CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)
-        for job_id, numbers in group_by_job(rows).items():
-            # Without numbers the command checks every pending or due action of the job.
-            enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=numbers if name_actions else []))
+        # Without numbers the command checks every pending or due action of the job.
+        enqueue_many([
+            CoordActionInputCheckXCommand(job_id=job_id, numbers=numbers if name_actions else [])
+            for job_id, numbers in group_by_job(rows).items()
+        ])
     return len(rows)
 
 

@@ -20,7 +20,7 @@ from xcommands.base import XCommand, registered_command
 from xcommands.choices import TRANSITIONS, CommandStatus
 from xcommands.errors import IllegalCommandTransition, TransientError, UnknownCommand
 from xcommands.models import Command
-from xcommands.queue import enqueue
+from xcommands.queue import enqueue, enqueue_many
 from xcommands.recovery import purge_finished, sweep
 
 from .commands import MarkerXCommand, TraceXCommand, read_trace
@@ -113,6 +113,31 @@ def test_only_the_head_of_a_key_can_be_claimed() -> None:
     assert second.wake_at is not None  # rung by the first's completion
     assert engine.process(second.pk) == "succeeded"
     assert [e["label"] for e in read_trace(redis.Redis.from_url(_url()), "k") if e["event"] == "start"] == ["a", "b"]
+
+
+def test_enqueue_many_numbers_per_key_in_order_and_rings_only_heads(traces: redis.Redis) -> None:
+    """enqueue_many keeps enqueue's rules: seqs continue per key in list order; only heads are rung, after commit."""
+    busy = enqueue(TraceXCommand(key="m1", label="already"))
+    traces.delete("commands")
+    with transaction.atomic():
+        rows = enqueue_many([
+            TraceXCommand(key="m2", label="x1"), TraceXCommand(key="m1", label="y1"),
+            TraceXCommand(key="m2", label="x2"), TraceXCommand(key="m3", label="z1"),
+        ])
+        assert traces.llen("commands") == 0  # doorbells only after commit
+    assert [(r.key, r.seq) for r in rows] == [("m2", 1), ("m1", 2), ("m2", 2), ("m3", 1)]
+    heads = {r.key: r.pk for r in rows if r.wake_at is not None}
+    assert heads == {"m2": rows[0].pk, "m3": rows[3].pk}  # m1 waits behind `busy`; x2 behind x1
+    rung = sorted(json.loads(m)["headers"]["argsrepr"] for m in traces.lrange("commands", 0, -1))
+    assert rung == sorted(f"[{pk}]" for pk in heads.values())
+    assert engine.process(rows[1].pk) == "not-runnable"
+    assert engine.process(busy.pk) == "succeeded"
+    for row in (rows[1], rows[0], rows[2], rows[3]):
+        assert engine.process(row.pk) == "succeeded"
+    with pytest.raises(RuntimeError), transaction.atomic():
+        enqueue_many([TraceXCommand(key="m4", label="never")])
+        raise RuntimeError("roll back")
+    assert not Command.objects.filter(key="m4").exists()
 
 
 def _url() -> str:
