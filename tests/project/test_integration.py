@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from project.launcher import free_port
-from tests.support.processes import ROOT, WorkerProcess, wait_until
+from tests.support.processes import ROOT, WorkerProcess, group_members, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -39,22 +39,6 @@ def _get(url: str) -> tuple[int, bytes]:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
-
-
-def _group_members(group: int) -> list[int]:
-    """Live (non-zombie) processes whose process group is `group` (each child leads its own)."""
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if int(pgrp) == group and state != "Z":
-            members.append(int(name))
-    return members
 
 
 def _admin_login(base: str, username: str, password: str) -> tuple[str, str]:
@@ -101,7 +85,7 @@ class Launcher:
         self.process.wait(timeout=60)
         assert "all processes stopped" in self.text()
         assert "ignored SIGTERM" not in self.text()  # everything stopped cleanly, in order
-        wait_until(lambda: not any(_group_members(pid) for pid in children.values()), 10, "children to exit")
+        wait_until(lambda: not any(group_members(pid) for pid in children.values()), 10, "children to exit")
         return children
 
 

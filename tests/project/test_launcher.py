@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from project.launcher import Supervisor
-from tests.support.processes import wait_until
+from tests.support.processes import group_members, wait_until
 
 # A child that notes when SIGTERM reached it, lingers `delay` seconds, notes its exit, and exits.
 CHILD = """
@@ -45,22 +45,6 @@ def _events(path: Path) -> dict[str, float]:
     return {kind: float(stamp) for kind, stamp in (line.split() for line in path.read_text().splitlines())}
 
 
-def _group_members(group: int) -> list[int]:
-    """Live (non-zombie) processes whose process group is `group`."""
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
-        if int(pgrp) == group and state != "Z":
-            members.append(int(name))
-    return members
-
-
 def test_redis_stops_only_after_the_services_above_it(tmp_path: Path) -> None:
     """Layer 0 (Redis) gets SIGTERM only once every layer-1 child (worker, web) has exited."""
     supervisor = Supervisor(env=dict(os.environ), log=lambda line: None, cwd=tmp_path)
@@ -86,6 +70,6 @@ def test_a_child_ignoring_sigterm_is_killed_with_its_group(tmp_path: Path) -> No
     supervisor.stop_all(grace=0.5)
     assert time.monotonic() - started < 8
     assert "stubborn ignored SIGTERM; killing it" in lines
-    wait_until(lambda: not _group_members(group), 5, "the stubborn group to be gone")
+    wait_until(lambda: not group_members(group), 5, "the stubborn group to be gone")
     supervisor.stop_all()  # a second call is harmless
     assert lines.count("all processes stopped") == 1

@@ -30,6 +30,22 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, interval: f
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def group_members(group: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is `group` (each launched child leads its own)."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == group and state != "Z":
+            members.append(int(name))
+    return members
+
+
 @dataclass
 class RedisServer:
     """A private redis-server on a free loopback port, its files in a temporary directory."""
