@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -27,6 +28,7 @@ from coordinators.definitions.xmlsafe import (
 )
 
 Loader = Callable[[str], bytes]
+EXPRESSION = re.compile(r"\$\{[^}]*\}?")
 MAX_INCLUDE_DEPTH = 8
 MAX_INCLUDE_FILES = 64
 
@@ -149,6 +151,13 @@ def _include(walk: _Walk, include: etree._Element, source: str, base_dir: str | 
     href = text(include) or ""
     if not href:
         raise IncludeError("an <include> is empty", **where)  # type: ignore[arg-type]
+    if expressions := EXPRESSION.findall(href):
+        # Includes are read while parsing, before job properties exist (ADR 0004): say so
+        # rather than look for a file literally named `${...}`.
+        raise IncludeError(
+            f"include {href!r} uses {', '.join(expressions)}: include locations are read before job "
+            "properties apply and cannot use variables; write the location out", **where,  # type: ignore[arg-type]
+        )
     try:
         url = resolve_href(href, base_dir)
     except ValueError as exc:

@@ -43,11 +43,13 @@ INSTANCE_FUNCTIONS = frozenset(
 )
 EXECUTION_ORDERS = ("FIFO", "LIFO", "LAST_ONLY", "NONE")
 DEFAULTS = {"timeout": -1, "concurrency": 1, "execution": "FIFO", "throttle": 12}
+#: The longest job name that can be stored: CoordinatorJob.app_name's max_length (a test keeps them equal).
+MAX_NAME_LENGTH = 255
 
 
 @dataclass(frozen=True, slots=True)
 class ResolvedDataset:
-    """A dataset with its time line and a URI template whose job variables are substituted."""
+    """A dataset with its time line, a URI template whose job variables are substituted, and its resolved done-flag."""
 
     name: str
     timeline: DatasetTimeline
@@ -137,6 +139,23 @@ def _control(app: CoordinatorApp, ctx: ELContext, name: str) -> Any:
     return number
 
 
+def _short(text: str, limit: int = 60) -> str:
+    """A value for a one-line message: repr'd, cut to about `limit` characters."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def _name(app: CoordinatorApp, ctx: ELContext) -> str:
+    """The job's name with its variables resolved (Oozie trims it): 1 to MAX_NAME_LENGTH characters."""
+    name = evaluate_to_string(app.name, ctx).strip()
+    if not name:
+        raise _fail(app, "name", f"name {_short(app.name)} resolves to an empty string; a job needs a name")
+    if len(name) > MAX_NAME_LENGTH:
+        raise _fail(
+            app, "name", f"name {_short(app.name)} resolves to {len(name)} characters; at most {MAX_NAME_LENGTH}"
+        )
+    return name
+
+
 def _check_variables(text: str, variables: Mapping[str, Any], app: CoordinatorApp, element: str, allowed: frozenset[str] = frozenset()) -> None:
     missing = unresolved_variables(text, variables) - allowed
     if missing:
@@ -153,6 +172,9 @@ def resolve_coordinator(
 ) -> ResolvedCoordinator:
     """Apply parameters and job properties to a definition; every unresolved variable is an error naming it.
 
+    Resolves the name, times, frequencies, time zones, controls, datasets (done-flag too), app path
+    and configuration names and values; checks the variables of events and of the SLA block.
+
     max_instances caps how many instances one data-in may resolve to (COORD_MAX_INSTANCES_PER_INPUT).
     """
     merged = merge_parameters(app, dict(properties))
@@ -164,6 +186,8 @@ def resolve_coordinator(
     )
     element = "coordinator-app"
     try:
+        element = "name"
+        job_name = _name(app, ctx)
         element = "frequency"
         frequency = _frequency(evaluate(app.frequency, ctx), app, element)
         element = "start"
@@ -192,8 +216,9 @@ def resolve_coordinator(
             initial = parse_datetime(evaluate_to_string(dataset.initial_instance, ctx))
             _check_variables(dataset.uri_template, template_variables, app, element, TIME_VARIABLES)
             template = partially_resolve(dataset.uri_template, template_ctx, keep_unresolved_variables=True)
+            done_flag = evaluate_to_string(dataset.done_flag, ctx).strip()
             datasets[dataset.name] = ResolvedDataset(
-                dataset.name, DatasetTimeline(initial, ds_frequency, ds_tz), ds_tz, template, dataset.done_flag
+                dataset.name, DatasetTimeline(initial, ds_frequency, ds_tz), ds_tz, template, done_flag
             )
         event_texts = [(e.name, [*e.instances, e.start_instance, e.end_instance]) for e in app.input_events]
         event_texts += [(e.name, [e.instance]) for e in app.output_events]
@@ -209,16 +234,23 @@ def resolve_coordinator(
         _check_variables(app.action.app_path, variables, app, element)
         app_path = partially_resolve(app.action.app_path, ctx, defer=_in_action)
         configuration = []
-        for name, value in app.action.configuration:
-            element = f"property {name}"
+        for written_name, value in app.action.configuration:
+            element = f"property {written_name}"
+            # Oozie resolves property names at submission too; a name cannot wait for the action.
+            property_name = evaluate_to_string(written_name, ctx).strip()
             _check_variables(value, variables, app, element)
-            configuration.append((name, partially_resolve(value, ctx, defer=_in_action)))
+            configuration.append((property_name, partially_resolve(value, ctx, defer=_in_action)))
+        if app.sla is not None:
+            # Evaluated when each action is created (coordinators/sla), with these same variables:
+            # a missing one is the submitter's error, not an untracked SLA or text kept as `${...}`.
+            for field_name, text in app.sla.as_dict().items():
+                _check_variables(text, variables, app, f"sla:{field_name}")
     except DefinitionError:
         raise
     except (ELError, TimelineError) as exc:
         raise _fail(app, element, str(exc)) from None
     return ResolvedCoordinator(
-        app=app, name=app.name, frequency=frequency, start=start, end=end, tz=tz,
+        app=app, name=job_name, frequency=frequency, start=start, end=end, tz=tz,
         timeout=controls["timeout"], concurrency=controls["concurrency"], execution=controls["execution"],
         throttle=controls["throttle"], datasets=datasets, variables=variables, user=user,
         app_path=app_path, configuration=tuple(configuration), processing_tz=processing_tz,

@@ -103,6 +103,22 @@ def test_nested_includes_resolve_against_the_including_file(mem: str) -> None:
     assert sorted(d.name for d in app.datasets) == ["deep", "logs"]
 
 
+@pytest.mark.parametrize(
+    "href",
+    [
+        pytest.param("${datasetsDir}/d.xml", id="variable"),
+        pytest.param("${coord:conf('datasets.dir')}/d.xml", id="function"),
+    ],
+)
+def test_an_include_location_cannot_use_variables(mem: str, href: str) -> None:
+    """Includes are read while parsing, before job properties: `${...}` there is refused by name, nothing read."""
+    put(f"{mem}/${{datasetsDir}}/d.xml", datasets_file(ds("logs")))  # even a file of that literal name
+    with pytest.raises(IncludeError, match=r"cannot use variables") as caught:
+        parse_coordinator(coordinator(inc(href)), "c.xml", app_dir=f"memory://{mem}")
+    assert href.split("/")[0] in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
 def test_an_include_including_itself_is_a_cycle(mem: str) -> None:
     """Self-inclusion fails fast with the chain."""
     put(f"{mem}/self.xml", datasets_file(inc("self.xml"), ds("logs")))
