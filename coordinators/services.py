@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import IntegerField
 from django.utils import timezone
 
 from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
@@ -26,6 +28,15 @@ from datasets.timeline import format_datetime
 from xcommands.base import XCommand
 
 SUPPORTED_LAUNCHERS = ("task:",)
+MAX_INTEGER = 2**31 - 1  # IntegerField columns are 32-bit on PostgreSQL
+# Job fields taken from the job properties, and what a refusal calls them.
+FROM_PROPERTIES = {"configuration": "property", "acl": "oozie.job.acl", "app_path": APP_PATH_PROPERTY}
+# Job fields taken from the coordinator XML, and the element or attribute they come from.
+XML_ELEMENTS = {
+    "app_name": "name", "frequency": "frequency", "timezone": "timezone", "timeout": "timeout",
+    "concurrency": "concurrency", "throttle": "throttle", "execution": "execution",
+}
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # PostgreSQL refuses NUL in text; surrogates are not UTF-8
 
 
 def include_loader() -> Loader:
@@ -76,31 +87,58 @@ def submit_coordinator(
             f"(supported: {', '.join(SUPPORTED_LAUNCHERS)}<celery task name>)",
             source=app.source, element="app-path",
         )
+    fields: dict[str, Any] = {
+        "app_name": resolved.name,
+        "app_path": app_dir or "",
+        "definition": text,
+        "includes": included,
+        "configuration": dict(properties),
+        "acl": properties.get("oozie.job.acl", ""),
+        "frequency": str(resolved.frequency.amount if resolved.frequency.cron is None else resolved.frequency.cron),
+        "time_unit": resolved.frequency.unit.value,
+        "timezone": str(resolved.tz),
+        "start_time": resolved.start,
+        "end_time": resolved.end,
+        "timeout": resolved.timeout,
+        "concurrency": resolved.concurrency,
+        "execution": resolved.execution,
+        "throttle": resolved.throttle,
+    }
+    check_storable(fields, source=app.source)
     with transaction.atomic():
-        job = CoordinatorJob.objects.create(
-            id=next_job_id(),
-            app_name=resolved.name,
-            app_path=app_dir or "",
-            definition=text,
-            includes=included,
-            configuration=dict(properties),
-            owner=owner,
-            acl=properties.get("oozie.job.acl", ""),
-            frequency=str(resolved.frequency.amount if resolved.frequency.cron is None else resolved.frequency.cron),
-            time_unit=resolved.frequency.unit.value,
-            timezone=str(resolved.tz),
-            start_time=resolved.start,
-            end_time=resolved.end,
-            timeout=resolved.timeout,
-            concurrency=resolved.concurrency,
-            execution=resolved.execution,
-            throttle=resolved.throttle,
-        )
+        job = CoordinatorJob.objects.create(id=next_job_id(), owner=owner, **fields)
         if start:
             job.pending = True
             job.save(update_fields=["pending"])
             enqueue(CoordStartXCommand(job_id=job.id))
     return job
+
+
+def check_storable(fields: Mapping[str, Any], *, source: str) -> None:
+    """DefinitionError for a job value no database column holds: too long, beyond 32 bits, NUL or a lone surrogate.
+
+    SQLite would store most of them and PostgreSQL refuse them with a DataError (a 500); the
+    refusal names the element or property instead, on every database alike.
+    """
+    for name, value in fields.items():
+        field = CoordinatorJob._meta.get_field(name)
+        where = "configuration" if name in FROM_PROPERTIES else source
+        element = XML_ELEMENTS.get(name)
+        label = FROM_PROPERTIES.get(name) or element or name
+        if isinstance(field, IntegerField) and not -MAX_INTEGER <= value <= MAX_INTEGER:
+            raise DefinitionError(f"{label} {value} is out of range (at most {MAX_INTEGER})", source=where, element=element)
+        pairs: list[tuple[Any, Any]] = list(value.items()) if isinstance(value, dict) else [(None, value)]
+        for key, text in pairs:
+            if any(isinstance(part, str) and _UNSTORABLE.search(part) for part in (key, text)):
+                named = f"{label} {str(key)[:60]!r}" if key is not None else label
+                raise DefinitionError(
+                    f"{named} contains a NUL character or a lone surrogate", source=where, element=element
+                )
+        max_length = getattr(field, "max_length", None)
+        if isinstance(value, str) and max_length is not None and len(value) > max_length:
+            raise DefinitionError(
+                f"{label} is {len(value)} characters long; at most {max_length}", source=where, element=element
+            )
 
 
 def describe(job: CoordinatorJob) -> str:

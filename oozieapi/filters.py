@@ -21,12 +21,15 @@ SORT_FIELDS = {"createdtime": "-created_at", "lastmodifiedtime": "-last_modified
 
 
 def int_parameter(params: Any, name: str, default: int, *, minimum: int, maximum: int) -> int:
-    """An integer query parameter within bounds (clamped), E0303 when not a number."""
+    """A whole-number query parameter (E0303 when negative or not a number), clamped into [minimum, maximum].
+
+    Clamping keeps Oozie's tolerance of `offset=0` (read as 1) and of a `len` above the cap.
+    """
     raw = params.get(name)
     if raw is None or raw == "":
         return default
-    if not re.fullmatch(r"-?\d{1,10}", raw.strip()):
-        raise bad_parameter(name, raw)
+    if not re.fullmatch(r"[0-9]{1,10}", raw.strip()):
+        raise bad_parameter(name, f"{raw[:40]} (expected a whole number of 0 or more, at most 10 digits)")
     return max(minimum, min(maximum, int(raw)))
 
 
@@ -58,7 +61,10 @@ def _created_time(value: str, now: datetime, text: str) -> datetime:
     """`yyyy-MM-dd'T'HH:mm'Z'` or an offset from now: -2d, -3h, -5m."""
     relative = _RELATIVE.match(value)
     if relative:
-        return now - timedelta(**{_UNITS[relative[2]]: int(relative[1])})
+        try:
+            return now - timedelta(**{_UNITS[relative[2]]: int(relative[1])})
+        except OverflowError:  # -999999d reaches before year 1
+            raise OozieError(400, "E0420", text, f"{value!r} reaches before year 1") from None
     try:
         return parse_datetime(value)
     except ValueError:

@@ -19,11 +19,10 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.generics import get_object_or_404
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-MAX_OFFSET = 2**31 - 1  # SQLite integers overflow far beyond; nobody pages this deep
+from project.pagination import Pagination
 
 
 class Conflict(exceptions.APIException):
@@ -43,20 +42,6 @@ class BadInput(exceptions.APIException):
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__()
         self.detail = body  # type: ignore[assignment]  # kept as is: line numbers stay integers
-
-
-class Pagination(LimitOffsetPagination):
-    """`?limit=&offset=` pages; the limit is capped and absurd offsets are refused, not crashed on."""
-
-    default_limit = 50
-    max_limit = 1000
-
-    def get_offset(self, request: Request) -> int:
-        """The offset, 0 when missing or not a number; 400 beyond what a database can address."""
-        offset = super().get_offset(request)
-        if offset > MAX_OFFSET:
-            raise exceptions.ValidationError({"offset": f"must be at most {MAX_OFFSET}"})
-        return offset
 
 
 ERROR_BODY = OpenApiResponse(

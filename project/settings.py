@@ -53,6 +53,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: NUL, lone surrogates and non-UTF-8 bytes in the URL or headers get a 400 before anything reads them.
+    "project.middleware.HostileInputMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -266,7 +268,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # DRF's JSON, form and multipart parsers, refusing NUL, lone surrogates and deep nesting (400).
+    "DEFAULT_PARSER_CLASSES": [
+        "project.parsers.StrictJSONParser",
+        "project.parsers.StrictFormParser",
+        "project.parsers.StrictMultiPartParser",
+    ],
+    # limit/offset pages of at most 1000; a negative or non-numeric limit or offset is a 400.
+    "DEFAULT_PAGINATION_CLASS": "project.pagination.Pagination",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {

@@ -62,7 +62,7 @@ def _verb_schema(summary: str, request: Any = None) -> Any:
 
 @extend_schema_view(
     list=extend_schema(summary="List coordinator jobs (newest first)", responses={200: CoordinatorJobSerializer(many=True), 400: ERROR_BODY}),
-    retrieve=extend_schema(summary="A coordinator job with its definition and properties", responses={200: CoordinatorJobDetailSerializer, 404: ERROR_BODY}),
+    retrieve=extend_schema(summary="A coordinator job with its definition and properties", responses={200: CoordinatorJobDetailSerializer, 400: ERROR_BODY, 404: ERROR_BODY}),
 )
 class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainViewSet):
     """Coordinator jobs: everybody authenticated reads (unless COORD_RESTRICT_READS); owner, ACL and admins act."""
@@ -167,7 +167,7 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
 
 @extend_schema_view(
     list=extend_schema(summary="List coordinator actions (by job, then number)", responses={200: CoordinatorActionSerializer(many=True), 400: ERROR_BODY}),
-    retrieve=extend_schema(summary="One coordinator action (`<job id>@<number>`)", responses={200: CoordinatorActionSerializer, 404: ERROR_BODY}),
+    retrieve=extend_schema(summary="One coordinator action (`<job id>@<number>`)", responses={200: CoordinatorActionSerializer, 400: ERROR_BODY, 404: ERROR_BODY}),
 )
 class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainViewSet):
     """Coordinator actions of the jobs the caller may read."""

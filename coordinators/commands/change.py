@@ -7,6 +7,7 @@ moved in between; then the command is skipped with the reason logged).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +27,7 @@ from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
 CHANGE_OPTIONS = ("endtime", "concurrency", "pausetime", "status")
+MAX_CONCURRENCY = 2**31 - 1  # the column is a 32-bit integer on PostgreSQL
 
 PAUSE_TARGET = {
     JobStatus.PREP: JobStatus.PREPPAUSED,
@@ -86,12 +88,12 @@ def check_change(job: CoordinatorJob, options: dict[str, str], now: datetime) ->
         raise IllegalTransition(f"cannot change coordinator job {job.id}: it is {job.status}")
     values: dict[str, Any] = {}
     if "concurrency" in options:
-        try:
-            values["concurrency"] = int(options["concurrency"])
-        except ValueError:
-            raise ChangeRefused(f"concurrency={options['concurrency']}: must be an integer") from None
-        if values["concurrency"] < -1:
-            raise ChangeRefused(f"concurrency={values['concurrency']}: must be -1 (unlimited) or more")
+        raw = options["concurrency"]
+        if not re.fullmatch(r"[+-]?[0-9]+", raw):
+            raise ChangeRefused(f"concurrency={raw[:40]}: must be an integer")
+        if len(raw) > 12 or not -1 <= int(raw) <= MAX_CONCURRENCY:
+            raise ChangeRefused(f"concurrency={raw[:40]}: must be between -1 (unlimited) and {MAX_CONCURRENCY}")
+        values["concurrency"] = int(raw)
     cut: datetime | None = None
     if "endtime" in options:
         end = _when("endtime", options["endtime"])

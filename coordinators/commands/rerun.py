@@ -31,6 +31,7 @@ RERUN_JOB_TARGET = {
 }
 RERUN_TYPES = ("action", "date")
 MAX_RERUN_ACTIONS = 10_000
+MAX_ACTION_NUMBER = 2**31 - 1  # action numbers are 32-bit integers in the database
 
 
 class RerunRefused(ValueError):  # noqa: N818 - reads as the outcome
@@ -41,9 +42,11 @@ def _numbers(scope: str) -> list[tuple[int, int]]:
     """`1, 3-4, 7-40` as inclusive ranges."""
     ranges = []
     for part in (p.strip() for p in scope.split(",")):
-        match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        match = re.fullmatch(r"([0-9]+)(?:\s*-\s*([0-9]+))?", part)
         if not match:
-            raise RerunRefused(f"-action {part!r}: expected a number or a range such as 3-7")
+            raise RerunRefused(f"-action {part[:40]!r}: expected a number or a range such as 3-7")
+        if any(len(n) > 10 or int(n) > MAX_ACTION_NUMBER for n in match.groups() if n is not None):
+            raise RerunRefused(f"-action {part[:40]!r}: action numbers go from 1 to {MAX_ACTION_NUMBER}")
         low, high = int(match.group(1)), int(match.group(2) or match.group(1))
         if low < 1 or high < low:
             raise RerunRefused(f"-action {part!r}: not a valid range of action numbers")
