@@ -9,3 +9,9 @@ class CoordinatorsConfig(AppConfig):
     """Coordinator jobs and actions: definitions, EL, commands, launchers, SLA."""
 
     name = "coordinators"
+
+    def ready(self) -> None:
+        """Hear the starts and ends of the workflow runs that actions launch."""
+        from coordinators import launchers
+
+        launchers.register()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.db import models
 
-
-class IllegalTransition(ValueError):  # noqa: N818 - reads as the condition
-    """A status change the transition table does not allow."""
+# Re-exported: every coordinator module takes its table helpers from here.
+from project.statemachine import IllegalTransition as IllegalTransition
+from project.statemachine import check_transition as check_transition
+from project.statemachine import transition_path as transition_path
 
 
 class JobStatus(models.TextChoices):
@@ -94,13 +95,6 @@ ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
-def check_transition(table: dict[str, frozenset[str]], current: str, target: str, what: str) -> None:
-    """Raise IllegalTransition unless the table allows current -> target."""
-    if target not in table.get(current, frozenset()):
-        allowed = ", ".join(sorted(table.get(current, frozenset()))) or "nothing"
-        raise IllegalTransition(f"{what} cannot go from {current} to {target} (from {current}: {allowed})")
-
-
 def job_status_from_actions(statuses: list[str], *, materialization_done: bool, current: str) -> str:
     """The job status implied by its actions (spec 6.1.2), for a job that is running or finished."""
     if materialization_done and not statuses:
@@ -121,13 +115,3 @@ def job_status_from_actions(statuses: list[str], *, materialization_done: bool, 
         # Errors gone (their actions rerun) take the job back to RUNNING (Oozie's StatusTransitService).
         return J.RUNNINGWITHERROR if has_error else J.RUNNING
     return current
-
-
-def transition_path(table: dict[str, frozenset[str]], current: str, target: str) -> list[str]:
-    """The statuses to pass through from current to target: [target], or one step between, or []."""
-    if target in table.get(current, frozenset()):
-        return [target]
-    for middle in sorted(table.get(current, frozenset())):
-        if target in table.get(middle, frozenset()):
-            return [middle, target]
-    return []

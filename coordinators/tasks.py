@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from coordinators import commands, launchers  # noqa: F401
+from coordinators import commands  # noqa: F401

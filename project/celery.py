@@ -4,7 +4,8 @@ Queues are declared here and nowhere else. Every task is routed by its name:
 
 - ``commands``: XCommand doorbells (``<app>.<Command>XCommand``), one per runnable key head.
 - ``services``: the periodic services driven by celery beat (``statusservice.*``, ``xcommands.sweep``).
-- ``actions``: work launched by coordinator actions and batches (user tasks).
+- ``actions``: work launched by coordinator actions and batches (user tasks); a workflow
+  node's ``workflows.run`` message goes to the queue its task is routed to.
 - ``default``: everything else.
 """
 
@@ -30,7 +31,7 @@ def route_task(name: str, args: Any, kwargs: Any, options: Any, task: Any = None
     """Route a task by its name: commands, periodic services, launched actions, default."""
     if name.endswith("XCommand"):
         return {"queue": "commands"}
-    if name.startswith(("statusservice.", "xcommands.service.")):
+    if name.startswith(("statusservice.", "xcommands.service.", "workflows.service.")):
         return {"queue": "services"}
     if name.startswith("actions.") or name.startswith("examples."):
         return {"queue": "actions"}

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "project",
     "xcommands",
+    "workflows",
     "datasets",
     "coordinators",
     "oozieapi",
@@ -172,10 +173,18 @@ STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
 COORD_INPUT_TICK_SECONDS = env_int("COORD_INPUT_TICK_SECONDS", 1)
 # execution NONE: an action this many minutes past its nominal time is SKIPPED.
 COORD_EXECUTION_NONE_TOLERANCE_MINUTES = env_int("COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)
-# Recovery: a pending flag or an unanswered launch this old is looked at again; a launched
-# task no worker has seen after COORD_RELAUNCH_SECONDS is sent again (same task id).
+# Recovery: a pending flag or an action nobody heard of for this long is looked at again.
 COORD_RECOVERY_SECONDS = env_int("COORD_RECOVERY_SECONDS", 120)
-COORD_RELAUNCH_SECONDS = env_int("COORD_RELAUNCH_SECONDS", 600)
+# Workflow runs (what actions launch): a running node holds a lease renewed by its worker's
+# heartbeat; once it lapses (worker killed or stalled) the node is launched again, at most
+# WORKFLOW_MAX_LAUNCHES times in all. A message nobody claimed is sent again after
+# WORKFLOW_RESEND_SECONDS, doubling up to WORKFLOW_RESEND_MAX_SECONDS. A worker that cannot
+# reach the database keeps trying to record an outcome for WORKFLOW_REPORT_RETRY_SECONDS.
+WORKFLOW_LEASE_SECONDS = env_int("WORKFLOW_LEASE_SECONDS", COMMAND_LEASE_SECONDS)
+WORKFLOW_MAX_LAUNCHES = env_int("WORKFLOW_MAX_LAUNCHES", 3)
+WORKFLOW_RESEND_SECONDS = env_int("WORKFLOW_RESEND_SECONDS", 60)
+WORKFLOW_RESEND_MAX_SECONDS = env_int("WORKFLOW_RESEND_MAX_SECONDS", 600)
+WORKFLOW_REPORT_RETRY_SECONDS = env_int("WORKFLOW_REPORT_RETRY_SECONDS", 600)
 # Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
 COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
 # How many dataset instances one data-in may resolve to (a hostile coord:current(-1000000000)
@@ -194,6 +203,11 @@ COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
 CELERY_BEAT_SCHEDULE = {
     "xcommands-recovery-sweep": {
         "task": "xcommands.service.sweep",
+        "schedule": float(COMMAND_SWEEP_SECONDS),
+        "options": {"expires": float(COMMAND_SWEEP_SECONDS)},
+    },
+    "workflows-recovery": {
+        "task": "workflows.service.recover",
         "schedule": float(COMMAND_SWEEP_SECONDS),
         "options": {"expires": float(COMMAND_SWEEP_SECONDS)},
     },

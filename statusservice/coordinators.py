@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Q
 
 from coordinators.choices import (
     ACTION_ACTIVE,
@@ -27,6 +26,7 @@ from coordinators.choices import (
 )
 from coordinators.commands.change import PAUSE_TARGET, UNPAUSE_TARGET
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from project.locking import skip_locked
 from xcommands.base import XCommand
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
@@ -35,13 +35,6 @@ from xcommands.queue import enqueue, enqueue_many
 log = logging.getLogger(__name__)
 
 BATCH = 2000
-
-
-def locked(queryset: QuerySet[Any]) -> QuerySet[Any]:
-    """Rows taken by this run are skipped by a concurrent one (PostgreSQL); SQLite serialises writers."""
-    if connection.features.has_select_for_update_skip_locked:
-        return queryset.select_for_update(skip_locked=True, of=("self",))
-    return queryset
 
 
 def queue_once(command: XCommand) -> bool:
@@ -65,7 +58,7 @@ def materialization_trigger(now: datetime) -> int:
 
     with transaction.atomic():
         ids = list(
-            locked(
+            skip_locked(
                 CoordinatorJob.objects.due_for_materialization(now + lookahead()).filter(
                     Q(pending=False) | Q(last_modified__lt=now - stale_after())
                 )
@@ -82,7 +75,7 @@ def _check_waiting(now: datetime, due: Q, order: str, *, name_actions: bool) -> 
 
     with transaction.atomic():
         rows = list(
-            locked(
+            skip_locked(
                 CoordinatorAction.objects.filter(due, status=ActionStatus.WAITING).filter(
                     Q(pending=False) | Q(last_modified__lt=now - stale_after())
                 )
@@ -110,7 +103,7 @@ def pause_times(now: datetime) -> int:
     reset = Q(status__in=sorted(UNPAUSE_TARGET)) & (Q(pause_time__isnull=True) | Q(pause_time__gt=now))
     queued = 0
     with transaction.atomic():
-        ids = list(locked(CoordinatorJob.objects.filter(due | reset)).values_list("pk", flat=True)[:BATCH])
+        ids = list(skip_locked(CoordinatorJob.objects.filter(due | reset)).values_list("pk", flat=True)[:BATCH])
         for job_id in ids:
             queued += queue_once(CoordPauseXCommand(job_id=job_id))
     return queued
@@ -147,55 +140,47 @@ def job_statuses(now: datetime) -> int:
 
 
 def recover_launches(now: datetime) -> int:
-    """Launched actions whose report was lost: ask the result backend; relaunch what never reached a worker.
+    """Launched actions that no live run accounts for: launch one, or report the run's end again.
 
-    A SUBMITTED or RUNNING action untouched for COORD_RECOVERY_SECONDS is looked up by its
-    task id: SUCCESS or FAILURE (or REVOKED) is reported through the status command as if
-    the report had arrived; a task never seen by any worker (PENDING) after
-    COORD_RELAUNCH_SECONDS is sent again under the same id (at-least-once: tasks should be
-    idempotent, as the README says).
+    Runs look after themselves (`workflows.recovery`: lost workers, lost messages); this
+    catches what is left. A SUBMITTED or RUNNING action untouched for COORD_RECOVERY_SECONDS
+    whose `external_id` names no workflow run (launched before runs existed, or the launch
+    was lost) gets a new run, at-least-once; one whose run has ended while the action has
+    not (its report command failed for good) gets the report queued again.
     """
-    from celery.result import AsyncResult
-
     from coordinators.commands import CoordActionStatusXCommand
-    from coordinators.commands.actions import launch
-    from project.celery import app
+    from coordinators.launchers import ACTION_OF_WORKFLOW, launch_actions
+    from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
+    from workflows.models import WorkflowJob
 
-    relaunch_after = timedelta(seconds=int(getattr(settings, "COORD_RELAUNCH_SECONDS", 600)))
+    live_run = WorkflowJob.objects.filter(pk=OuterRef("external_id")).exclude(status__in=sorted(WORKFLOW_TERMINAL))
     rows = list(
         CoordinatorAction.objects.filter(status__in=sorted(ACTION_ACTIVE), last_modified__lt=now - stale_after())
-        .exclude(external_id="")
+        .exclude(Exists(live_run))
         .order_by("last_modified")
-        .values_list("pk", "job_id", "number", "status", "external_id", "last_modified", "run_conf", "nominal_time")[:BATCH]
+        .values_list("pk", "job_id", "external_id", "last_modified")[:BATCH]
     )
+    runs = {run.id: run for run in WorkflowJob.objects.filter(pk__in=[row[2] for row in rows if row[2]])}
     acted = 0
-    for pk, job_id, number, status, task_id, modified, run_conf, nominal in rows:
-        try:
-            result: AsyncResult[Any] = AsyncResult(task_id, app=app)
-            state = result.state
-            info = result.info
-        except Exception as exc:  # the result backend may be down; try again next run
-            log.warning("recovery: cannot read the state of task %s of %s: %s", task_id, pk, exc)
-            continue
-        report: tuple[str, str] | None = None
-        if state == "SUCCESS":
-            report = (ActionStatus.SUCCEEDED, "")
-        elif state == "FAILURE":
-            report = (ActionStatus.FAILED, f"{type(info).__name__}: {info}" if info else "task failed")
-        elif state == "REVOKED":
-            report = (ActionStatus.KILLED, "task revoked")
-        elif state == "STARTED" and status == ActionStatus.SUBMITTED:
-            report = (ActionStatus.RUNNING, "")
+    for pk, job_id, run_id, modified in rows:
+        run = runs.get(run_id)
         with transaction.atomic():
-            if report is not None:
-                enqueue(CoordActionStatusXCommand(job_id=job_id, number=number, status=report[0], error=report[1]))
-                log.info("recovery: action %s reported %s from the task's state", pk, report[0])
-            elif state == "PENDING" and status == ActionStatus.SUBMITTED and modified < now - relaunch_after:
-                transaction.on_commit(partial(launch, pk, task_id, dict(run_conf), nominal.isoformat()))
-                log.warning("recovery: action %s was never picked up by a worker; sending task %s again", pk, task_id)
-            else:
-                continue
-            CoordinatorAction.objects.filter(pk=pk, last_modified=modified).update(last_modified=now)
+            action = (
+                CoordinatorAction.objects.select_for_update()
+                .filter(pk=pk, status__in=sorted(ACTION_ACTIVE), external_id=run_id, last_modified=modified).first()
+            )
+            if action is None:
+                continue  # it moved meanwhile: nothing lost
+            if run is None:
+                launch_actions(CoordinatorJob.objects.get(pk=job_id), [action], now)
+                log.warning("recovery: action %s had no run (%r); launched %s", pk, run_id, action.external_id)
+            elif queue_once(CoordActionStatusXCommand(
+                job_id=job_id, number=action.number, status=ACTION_OF_WORKFLOW[WorkflowStatus(run.status)],
+                error=run.error_message, workflow_id=run.id,
+            )):
+                log.warning("recovery: action %s missed the end of its run %s (%s); reported again", pk, run.id, run.status)
+            action.last_modified = now
+            action.save(update_fields=["external_id", "last_modified"])
             acted += 1
     return acted
 

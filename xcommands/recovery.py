@@ -14,13 +14,16 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import F, QuerySet
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from project.locking import skip_locked
+from xcommands.broker import broker_lost_data
 from xcommands.choices import LEASED_STATUSES, TERMINAL_STATUSES, CommandStatus
 from xcommands.models import Command
 from xcommands.queue import ring, ring_stale_after
+from xcommands.signals import broker_lost_messages
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +38,6 @@ class SweepReport:
     rung: int
 
 
-def _locked(queryset: QuerySet[Command]) -> QuerySet[Command]:
-    if connection.features.has_select_for_update_skip_locked:
-        return queryset.select_for_update(skip_locked=True, of=("self",))
-    return queryset
-
-
 def expire_leases(now: datetime) -> int:
     """Give commands whose lease ran out back to the queue, bumping their fencing token.
 
@@ -51,7 +48,7 @@ def expire_leases(now: datetime) -> int:
     count = 0
     with transaction.atomic():
         rows = list(
-            _locked(
+            skip_locked(
                 Command.objects.filter(status__in=LEASED_STATUSES, lease_expires_at__lt=now)
                 .order_by("lease_expires_at")
             ).values("pk", "status", "fencing_token", "attempts", "max_retries", "lease_owner", "history")[:BATCH]
@@ -102,7 +99,7 @@ def ring_due(now: datetime) -> int:
     )
     rung = 0
     with transaction.atomic():
-        rows = list(_locked(due).values("pk", "name", "key", "params", "wake_at")[:BATCH])
+        rows = list(skip_locked(due).values("pk", "name", "key", "params", "wake_at")[:BATCH])
         for row in rows:
             moved = Command.objects.filter(pk=row["pk"], wake_at=row["wake_at"]).update(
                 wake_at=now + stale
@@ -115,10 +112,29 @@ def ring_due(now: datetime) -> int:
     return rung
 
 
+def rewake_all(now: datetime) -> int:
+    """Make every waiting head due now (their doorbells were lost with Redis); ring_due rings them."""
+    return Command.objects.filter(
+        wake_at__isnull=False,
+        status__in=(CommandStatus.PENDING, CommandStatus.ROLLING_BACK),
+        lease_expires_at__isnull=True,
+        not_before__lte=now,
+    ).update(wake_at=now)
+
+
 def sweep(now: datetime | None = None) -> SweepReport:
-    """One pass of the recovery service."""
+    """One pass of the recovery service.
+
+    When Redis restarted empty or was flushed (`broker_lost_data`), every waiting head is
+    rung at once instead of when its `wake_at` comes, and other apps are told
+    (`broker_lost_messages`) so they send their own lost messages again.
+    """
     now = now or timezone.now()
     expired = expire_leases(now)
+    if broker_lost_data(now):
+        rewoken = rewake_all(now)
+        log.warning("recovery: the broker lost its data; ringing %s waiting command(s) again", rewoken)
+        broker_lost_messages.send(sender=sweep, now=now)
     rung = ring_due(now)
     return SweepReport(leases_expired=expired, rung=rung)
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -28,6 +25,7 @@ from coordinators.choices import (
 )
 from coordinators.commands.base import ActionCommand, JobCommand
 from coordinators.definitions import DefinitionError
+from coordinators.launchers import launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.availability import is_available, still_missing
 from datasets.timeline import count_before, nominal_time
@@ -106,11 +104,10 @@ def start_ready_actions(job: CoordinatorJob, now: datetime, fresh: Iterable[Coor
     )
     chosen = ready if slots is None else ready[:slots]
     fresh_ids = {a.pk for a in fresh}
+    launch_actions(job, chosen, now)
     for action in chosen:
         action.transition_to(ActionStatus.SUBMITTED)
-        action.external_id = str(uuid.uuid4())
         action.save(update_fields=[*READY_FIELDS, "external_id"] if action.pk in fresh_ids else ["status", "external_id"])
-        transaction.on_commit(partial(launch, action.id, action.external_id, dict(action.run_conf), action.nominal_time.isoformat()))
     chosen_ids = {a.pk for a in chosen}
     for action in fresh:
         if action.pk not in chosen_ids:
@@ -269,50 +266,33 @@ class CoordActionReadyXCommand(JobCommand):
         return start_ready_actions(self.job, timezone.now())
 
 
-def launch(action_id: str, task_id: str, run_conf: dict[str, Any], nominal_time: str) -> None:
-    """Send the action's Celery task (after commit); the worker reports back through the action-status command.
-
-    The reports (RUNNING, SUCCEEDED, FAILED) come from worker signals (`coordinators.launchers`);
-    a report lost with a dying worker is recovered from the result backend.
-    """
-    from project.celery import app
-
-    app_path = str(run_conf.get("app_path", ""))
-    task_name = app_path.removeprefix("task:")
-    configuration = {k: v for k, v in run_conf.items() if k != "app_path"}
-    app.send_task(
-        task_name,
-        kwargs={"configuration": configuration, "nominal_time": nominal_time},
-        task_id=task_id,
-        queue="actions",
-        headers={"coord_action_id": action_id},
-    )
+REPORT_ALLOWED_FROM: dict[str, tuple[str, ...]] = {
+    ActionStatus.RUNNING: (ActionStatus.SUBMITTED,),
+    ActionStatus.SUCCEEDED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
+    ActionStatus.FAILED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
+    ActionStatus.KILLED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
+}
 
 
 @dataclass
 class CoordActionStatusXCommand(ActionCommand):
-    """Record what the launched task reported: RUNNING, SUCCEEDED or FAILED (once each)."""
+    """Record how the action's run ended (SUCCEEDED, FAILED, KILLED), once, if the action still waits for that run."""
 
     job_id: str
     number: int
     status: str
     error: str = ""
-    allowed_from: dict[str, tuple[str, ...]] = field(
-        default_factory=lambda: {
-            ActionStatus.RUNNING: (ActionStatus.SUBMITTED,),
-            ActionStatus.SUCCEEDED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
-            ActionStatus.FAILED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
-        }
-    )
-
-    def to_params(self) -> dict[str, Any]:
-        """The report, without the fixed table."""
-        return {"job_id": self.job_id, "number": self.number, "status": self.status, "error": self.error}
+    workflow_id: str = ""
 
     def verify_precondition(self) -> None:
-        """Late or duplicated reports (after kill, twice) are skipped."""
-        if self.action.status not in self.allowed_from.get(self.status, ()):
+        """Late or duplicated reports (after kill, twice) and reports of an earlier run (after rerun) are skipped."""
+        if self.action.status not in REPORT_ALLOWED_FROM.get(self.status, ()):
             raise PreconditionFailed(f"action {self.action.id} is {self.action.status}; report {self.status} ignored")
+        if self.workflow_id and self.action.external_id != self.workflow_id:
+            raise PreconditionFailed(
+                f"action {self.action.id} now runs {self.action.external_id or 'nothing'}; "
+                f"report {self.status} of {self.workflow_id} ignored"
+            )
 
     def execute(self) -> dict[str, str]:
         """Apply the report; a finished action frees a slot and may change the job's status."""

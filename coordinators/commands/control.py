@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from coordinators.choices import (
@@ -18,6 +16,7 @@ from coordinators.choices import (
 )
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorJob
+from workflows.services import kill_workflows
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -35,14 +34,6 @@ RESUME_TARGET = {
 }
 
 
-def revoke(task_ids: list[str]) -> None:
-    """Stop launched action tasks (after commit): queued ones are dropped, running ones terminated."""
-    from project.celery import app
-
-    if task_ids:
-        app.control.revoke(task_ids, terminate=True)
-
-
 @dataclass
 class CoordKillXCommand(JobCommand):
     """Kill the job and every action not yet finished; revoke running tasks."""
@@ -55,16 +46,17 @@ class CoordKillXCommand(JobCommand):
             raise PreconditionFailed(f"job {self.job_id} is already {self.job.status}")
 
     def execute(self) -> dict[str, Any]:
-        """KILLED job, KILLED actions, revoked tasks."""
+        """KILLED job, KILLED actions, their runs KILLED and their tasks revoked."""
+        now = timezone.now()
         live = self.job.actions.select_for_update().filter(
             status__in=(ActionStatus.WAITING, ActionStatus.READY, *ACTION_ACTIVE)
         )
-        task_ids = [a.external_id for a in live if a.status in ACTION_ACTIVE and a.external_id]
-        killed = live.update(status=ActionStatus.KILLED, pending=False, ended_at=timezone.now(), last_modified=timezone.now())
+        runs = [a.external_id for a in live if a.status in ACTION_ACTIVE and a.external_id]
+        killed = live.update(status=ActionStatus.KILLED, pending=False, ended_at=now, last_modified=now)
+        kill_workflows(runs, now, reason=f"coordinator job {self.job_id} killed")
         self.job.transition_to(JobStatus.KILLED)
         self.job.pending = False
         self.job.save(update_fields=["status", "pending"])
-        transaction.on_commit(partial(revoke, task_ids))
         return {"status": self.job.status, "actions_killed": killed}
 
 

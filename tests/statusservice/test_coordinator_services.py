@@ -1,12 +1,10 @@
-"""Beat services for coordinators: timeouts, job status, recovery of lost launches and of READY actions."""
+"""Beat services for coordinators: timeouts, job status, recovery of READY actions (launches: tests/workflows)."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import pytest
-import redis
 from django.contrib.auth.models import User
 from django.utils import timezone
 
@@ -74,47 +72,6 @@ def test_job_statuses_finish_jobs_whose_actions_are_all_done() -> None:
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert services.job_statuses(timezone.now()) == 0
-
-
-@pytest.mark.parametrize(
-    ("state", "result", "expected"),
-    [
-        pytest.param("SUCCESS", "done", ActionStatus.SUCCEEDED, id="lost-success-report"),
-        pytest.param("FAILURE", {"exc_type": "RuntimeError", "exc_message": ["boom"], "exc_module": "builtins"},
-                     ActionStatus.FAILED, id="lost-failure-report"),
-    ],
-)
-def test_recovery_reads_lost_reports_from_the_result_backend(state: str, result: object, expected: str, redis_url: str) -> None:
-    """A launched action nobody reported on is settled from its task's state in the result backend."""
-    owner = User.objects.create_user("r")
-    job = job_with(owner, -2, -1)
-    action = job.actions.get(number=1)
-    assert action.status == ActionStatus.SUBMITTED and action.external_id
-    meta = {"status": state, "result": result, "traceback": None, "children": [], "task_id": action.external_id,
-            "date_done": timezone.now().isoformat()}
-    redis.Redis.from_url(redis_url).set(f"celery-task-meta-{action.external_id}", json.dumps(meta))
-    assert services.recover_launches(timezone.now()) == 0  # too recent: reports may still come
-    age(action, 10)
-    assert services.recover_launches(timezone.now()) == 1
-    run_pending_commands()
-    action.refresh_from_db()
-    assert action.status == expected
-
-
-def test_recovery_relaunches_a_task_no_worker_ever_saw(redis_url: str) -> None:
-    """A SUBMITTED action whose task is unknown to the backend after COORD_RELAUNCH_SECONDS is sent again, same id."""
-    owner = User.objects.create_user("q")
-    job = job_with(owner, -2, -1)
-    action = job.actions.get(number=1)
-    client = redis.Redis.from_url(redis_url)
-    client.delete("actions")
-    age(action, 5)
-    assert services.recover_launches(timezone.now()) == 0  # not yet past COORD_RELAUNCH_SECONDS (600 s)
-    age(action, 20)
-    assert services.recover_launches(timezone.now()) == 1
-    messages = [json.loads(raw) for raw in client.lrange("actions", 0, -1)]
-    assert [m["headers"]["id"] for m in messages] == [action.external_id]
-    assert [m["headers"]["task"] for m in messages] == ["examples.noop"]
 
 
 def test_ready_actions_nobody_started_are_started() -> None:

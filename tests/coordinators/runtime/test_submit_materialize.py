@@ -190,7 +190,7 @@ def test_execution_order_on_a_backlog(execution: str, expected_started: list[int
     run_all()
     assert job.actions.count() == 4
     CoordinatorAction.objects.filter(job=job).update(status=ActionStatus.READY)
-    with mock.patch("coordinators.commands.actions.launch") as launched:
+    with mock.patch("workflows.launch.dispatch") as launched:
         enqueue(CoordActionReadyXCommand(job_id=job.id))
         run_all()
     started = sorted(job.actions.filter(status=ActionStatus.SUBMITTED).values_list("number", flat=True))

@@ -1,0 +1,17 @@
+"""App config: workflow jobs, the runs that coordinator actions launch."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class WorkflowsConfig(AppConfig):
+    """Workflow jobs: each launch of an action, its nodes, their leases and outcomes."""
+
+    name = "workflows"
+
+    def ready(self) -> None:
+        """Renew the leases of running nodes from each worker's heartbeat thread."""
+        from workflows import leases
+
+        leases.register()

@@ -1,0 +1,56 @@
+"""Workflow job and node statuses: enums, groups and transition tables (Oozie's WorkflowJob/WorkflowAction)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class WorkflowStatus(models.TextChoices):
+    """Status of a workflow job (Oozie's WorkflowJob.Status)."""
+
+    PREP = "PREP"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+    SUCCEEDED = "SUCCEEDED"
+    KILLED = "KILLED"
+    FAILED = "FAILED"
+
+
+class NodeStatus(models.TextChoices):
+    """Status of one node (Oozie's WorkflowAction.Status): queued, under a lease, or ended."""
+
+    PREP = "PREP"  # its message is sent; no worker has claimed this attempt yet
+    RUNNING = "RUNNING"  # a worker holds the lease and runs it
+    OK = "OK"  # ran to the end
+    ERROR = "ERROR"  # the task raised: its own failure
+    KILLED = "KILLED"
+    FAILED = "FAILED"  # could not run: lost its worker too often, or the task does not exist
+
+
+W, N = WorkflowStatus, NodeStatus
+
+WORKFLOW_TERMINAL = frozenset({W.SUCCEEDED, W.KILLED, W.FAILED})
+NODE_TERMINAL = frozenset({N.OK, N.ERROR, N.KILLED, N.FAILED})
+NODE_LIVE = frozenset({N.PREP, N.RUNNING})
+
+WORKFLOW_TRANSITIONS: dict[str, frozenset[str]] = {
+    W.PREP: frozenset({W.RUNNING, W.KILLED, W.FAILED}),
+    W.RUNNING: frozenset({W.SUSPENDED, W.SUCCEEDED, W.KILLED, W.FAILED}),
+    W.SUSPENDED: frozenset({W.RUNNING, W.KILLED}),
+    W.SUCCEEDED: frozenset(),
+    W.KILLED: frozenset(),
+    W.FAILED: frozenset(),
+}
+
+NODE_TRANSITIONS: dict[str, frozenset[str]] = {
+    N.PREP: frozenset({N.RUNNING, N.KILLED, N.FAILED}),
+    # RUNNING -> PREP: its worker was lost (lease expired) and the node is launched again.
+    N.RUNNING: frozenset({N.OK, N.ERROR, N.KILLED, N.FAILED, N.PREP}),
+    N.OK: frozenset(),
+    N.ERROR: frozenset(),
+    N.KILLED: frozenset(),
+    N.FAILED: frozenset(),
+}
+
+# The workflow status a node's end implies, for single-node (task:) workflows.
+WORKFLOW_OF_NODE: dict[str, str] = {N.OK: W.SUCCEEDED, N.ERROR: W.FAILED, N.KILLED: W.KILLED, N.FAILED: W.FAILED}

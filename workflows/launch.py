@@ -1,0 +1,125 @@
+"""Starting workflow jobs and sending their nodes to the workers.
+
+A launch writes the workflow job and its node in the caller's transaction (the parent's
+command) and sends the node's message after commit. Redis only carries the message: a
+message lost with Redis is sent again by the recovery service, and a duplicate delivery is
+harmless (the claim is a compare-and-set on the node's attempt).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+
+from workflows.choices import NodeStatus, WorkflowStatus
+from workflows.ids import next_workflow_ids
+from workflows.models import TASK_NODE, WorkflowJob, WorkflowNode
+from workflows.settings import max_launches
+
+log = logging.getLogger(__name__)
+
+TASK_SCHEME = "task:"
+RUN_TASK = "workflows.run"
+
+
+class UnknownApplication(ValueError):
+    """The application path names no launcher this service has."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to start: an application, its configuration, and who asked (the parent action)."""
+
+    app_path: str
+    configuration: dict[str, Any]
+    nominal_time: datetime | None = None
+    coord_action_id: str | None = None
+    run: int = 0
+    owner_id: int | None = None
+    app_name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def task_name_of(app_path: str) -> str:
+    """The Celery task a `task:<name>` application runs."""
+    if not app_path.startswith(TASK_SCHEME) or not app_path[len(TASK_SCHEME):].strip():
+        raise UnknownApplication(f"application {app_path!r} is not task:<celery task name>")
+    return app_path[len(TASK_SCHEME):].strip()
+
+
+def queue_of(task_name: str) -> str:
+    """The queue the application's task is routed to (so dedicated pools keep their work)."""
+    from project.celery import app
+
+    route = app.amqp.router.route({}, task_name)
+    queue = route.get("queue")
+    name = getattr(queue, "name", queue)
+    return str(name or app.conf.task_default_queue)
+
+
+def start_workflows(launches: list[Launch], now: datetime) -> list[WorkflowJob]:
+    """Create one RUNNING workflow job (and its PREP node) per launch; send each node after commit."""
+    if not launches:
+        return []
+    ids = next_workflow_ids(len(launches))
+    jobs, nodes = [], []
+    for workflow_id, launch in zip(ids, launches, strict=True):
+        task_name = task_name_of(launch.app_path)
+        job = WorkflowJob(
+            id=workflow_id,
+            app_name=launch.app_name or task_name,
+            app_path=launch.app_path,
+            owner_id=launch.owner_id,
+            coord_action_id=launch.coord_action_id,
+            run=launch.run,
+            configuration=launch.configuration,
+            nominal_time=launch.nominal_time,
+            status=WorkflowStatus.RUNNING,  # Oozie: the coordinator submits and starts it in one go
+            created_at=now,
+            started_at=now,
+        )
+        task_id = str(uuid.uuid4())
+        nodes.append(WorkflowNode(
+            id=f"{workflow_id}@{TASK_NODE}",
+            workflow=job,
+            name=TASK_NODE,
+            task_name=task_name,
+            queue=queue_of(task_name),
+            status=NodeStatus.PREP,
+            attempt=1,
+            max_attempts=max_launches(),
+            task_id=task_id,
+            task_ids=[task_id],
+            dispatched_at=now,
+            dispatches=1,
+        ))
+        jobs.append(job)
+    WorkflowJob.objects.bulk_create(jobs)
+    WorkflowNode.objects.bulk_create(nodes)
+    for node in nodes:
+        dispatch_on_commit(node)
+    return jobs
+
+
+def dispatch_on_commit(node: WorkflowNode) -> None:
+    """Send the node's current attempt once the caller's transaction commits."""
+    transaction.on_commit(partial(dispatch, node.task_id, node.queue, node.display_kwargs()))
+
+
+def dispatch(task_id: str, queue: str, kwargs: dict[str, Any]) -> bool:
+    """Send one `workflows.run` message; a broker error is logged, not raised (recovery sends it again)."""
+    from project.celery import app
+
+    try:
+        app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue)
+    except Exception as exc:  # the broker may be down: the node stays PREP and is sent again
+        log.warning("node %s (attempt %s) not sent: %s; recovery will send it again",
+                    kwargs.get("node"), kwargs.get("attempt"), exc)
+        return False
+    return True

@@ -1,0 +1,137 @@
+"""Workflow jobs and their nodes as stored: one workflow job per launch of a coordinator action.
+
+A `task:` application is a workflow with one node that runs one Celery task. The node is
+what a worker runs: it holds a lease while it runs (renewed by the worker's heartbeat
+thread), and its `attempt` number is the fencing token: a relaunch after a lost worker
+bumps it, so a zombie's late report matches nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from project.statemachine import check_transition
+from workflows.choices import NODE_TRANSITIONS, WORKFLOW_TRANSITIONS, NodeStatus, WorkflowStatus
+
+WORKFLOW_ID_SUFFIX = "W"
+TASK_NODE = "task"  # the one node of a task: application
+
+
+class IdCounter(models.Model):
+    """The counter behind workflow ids on databases without sequences (SQLite), and the ids' epoch stamp."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    value = models.BigIntegerField(default=0)
+    epoch = models.CharField(max_length=15, help_text="yyMMddHHmmssSSS of the counter's creation")
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value}"
+
+
+class WorkflowJob(models.Model):
+    """One run of a workflow application: `0000012-261123104647123-W`, its parent, status and times.
+
+    Invariant: a coordinator action's runs are numbered by `run` (0 first, then one per
+    rerun), and the action's `external_id` names the latest.
+    """
+
+    id = models.CharField(max_length=40, primary_key=True)
+    app_name = models.CharField(max_length=255)
+    app_path = models.CharField(max_length=1024)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    coord_action = models.ForeignKey(
+        "coordinators.CoordinatorAction",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="workflow_runs",
+        help_text="the coordinator action that launched it (its parent)",
+    )
+    run = models.IntegerField(default=0, help_text="the parent action's run: 0, then one more per rerun")
+    configuration = models.JSONField(default=dict, help_text="what the application was started with")
+    nominal_time = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=12, choices=WorkflowStatus.choices, default=WorkflowStatus.PREP)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    last_modified = models.DateTimeField(auto_now=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["coord_action", "run"], name="wf_parent_run_idx"),
+            models.Index(fields=["status", "created_at"], name="wf_status_created_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} [{self.status}]"
+
+    def transition_to(self, target: str) -> None:
+        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+        check_transition(WORKFLOW_TRANSITIONS, self.status, target, f"workflow job {self.id}")
+        self.status = target
+
+
+class WorkflowNode(models.Model):
+    """One node of a workflow job (Oozie's workflow action, `<wf id>@<name>`): what a worker runs.
+
+    Invariants: only RUNNING nodes hold a lease (`worker`, `lease_expires_at`); every write
+    after a claim is conditional on `attempt`, so only the holder of the current attempt
+    can record an outcome.
+    """
+
+    id = models.CharField(max_length=140, primary_key=True)
+    workflow = models.ForeignKey(WorkflowJob, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=100)
+    type = models.CharField(max_length=32, default="celery-task")
+    task_name = models.CharField(max_length=255, help_text="the Celery task it runs")
+    queue = models.CharField(max_length=255, help_text="the queue its message is sent to")
+    status = models.CharField(max_length=12, choices=NodeStatus.choices, default=NodeStatus.PREP)
+    attempt = models.IntegerField(default=1, help_text="launches so far; the fencing token of the current one")
+    max_attempts = models.IntegerField(default=3, help_text="launches allowed when its worker is lost")
+    task_id = models.CharField(max_length=64, help_text="the Celery task id of the current attempt")
+    task_ids = models.JSONField(default=list, help_text="the Celery task id of every attempt")
+    worker = models.CharField(max_length=200, blank=True, help_text="who runs (or last ran) it: node name and pid")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True, help_text="when the current attempt was last sent")
+    dispatches = models.IntegerField(default=0, help_text="sends of the current attempt (a lost message is sent again)")
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    history = models.JSONField(default=list, help_text="one entry per attempt: worker, times, outcome")
+
+    class Meta:
+        indexes = [
+            # Recovery: running nodes whose lease ran out, queued ones nobody claimed.
+            models.Index(
+                fields=["lease_expires_at"], condition=Q(status=NodeStatus.RUNNING), name="wf_node_lease_idx"
+            ),
+            models.Index(
+                fields=["dispatched_at"], condition=Q(status=NodeStatus.PREP), name="wf_node_dispatch_idx"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} [{self.status}] attempt {self.attempt}"
+
+    def transition_to(self, target: str) -> None:
+        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+        check_transition(NODE_TRANSITIONS, self.status, target, f"workflow node {self.id}")
+        self.status = target
+
+    def display_kwargs(self) -> dict[str, Any]:
+        """What Flower shows next to `workflows.run`: the node, the attempt, the parent, the task."""
+        return {
+            "node": self.id,
+            "attempt": self.attempt,
+            "parent": self.workflow.coord_action_id or "",
+            "task": self.task_name,
+        }

@@ -1,0 +1,123 @@
+"""Recovery of workflow nodes (celery beat): lost workers, lost messages, a broker that lost everything.
+
+The database says what should be happening; Celery's result backend is never asked.
+
+- A RUNNING node whose lease ran out lost its worker (killed, or stalled past the lease):
+  it is launched again with the next attempt number (a zombie's late report is fenced
+  out), up to WORKFLOW_MAX_LAUNCHES launches; then it FAILED, naming the lost worker.
+- A PREP node nobody claimed is sent again after WORKFLOW_RESEND_SECONDS, doubling up to
+  WORKFLOW_RESEND_MAX_SECONDS (a message lost with Redis); a duplicate is harmless.
+- When Redis restarted empty or was flushed, every PREP node is sent again at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from project.locking import skip_locked
+from workflows.choices import NodeStatus
+from workflows.launch import dispatch_on_commit
+from workflows.models import WorkflowNode
+from workflows.runner import Outcome, end_node
+from workflows.settings import resend_after
+from xcommands.signals import broker_lost_messages
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+LONG_AGO = timedelta(days=3650)  # "due whatever the backoff"
+
+
+def recover(now: datetime) -> dict[str, int]:
+    """One pass: relaunch or fail the nodes whose lease expired, then send again what nobody claimed."""
+    relaunched, failed = relaunch_lost(now)
+    return {"relaunched": relaunched, "failed": failed, "resent": resend_unclaimed(now)}
+
+
+def relaunch_lost(now: datetime) -> tuple[int, int]:
+    """Nodes whose worker stopped renewing the lease: next attempt, or FAILED after the last one."""
+    relaunched = failed = 0
+    with transaction.atomic():
+        expired = skip_locked(
+            WorkflowNode.objects.filter(status=NodeStatus.RUNNING, lease_expires_at__lt=now)
+            .select_related("workflow").order_by("lease_expires_at")
+        )[:BATCH]
+        for node in expired:
+            lost = node.worker or "unknown"
+            entry = {
+                "attempt": node.attempt,
+                "worker": lost,
+                "started": node.started_at.isoformat(timespec="milliseconds") if node.started_at else None,
+                "ended": now.isoformat(timespec="milliseconds"),
+                "outcome": "LOST",
+                "error": f"worker {lost} lost: its lease expired at {node.lease_expires_at:%Y-%m-%dT%H:%M:%SZ}",
+            }
+            node.history = [*node.history, entry]
+            if node.attempt < node.max_attempts:
+                relaunch(node, now)
+                relaunched += 1
+                log.warning("node %s: worker %s lost (lease expired); launching attempt %s of %s",
+                            node.id, lost, node.attempt, node.max_attempts)
+            else:
+                message = (
+                    f"worker {lost} was lost while running launch {node.attempt} of {node.max_attempts} "
+                    f"(its lease expired at {node.lease_expires_at:%Y-%m-%dT%H:%M:%SZ}); giving up"
+                )
+                end_node(node, Outcome(NodeStatus.FAILED, "E0LOST", message), now)
+                failed += 1
+                log.error("node %s FAILED: %s", node.id, message)
+    return relaunched, failed
+
+
+def relaunch(node: WorkflowNode, now: datetime) -> None:
+    """Queue the node's next attempt (new task id) and send it after commit (the caller holds the row)."""
+    node.transition_to(NodeStatus.PREP)
+    node.attempt += 1
+    node.task_id = str(uuid.uuid4())
+    node.task_ids = [*node.task_ids, node.task_id]
+    node.worker = ""
+    node.lease_expires_at = None
+    node.started_at = None
+    node.dispatched_at = now
+    node.dispatches = 1
+    node.save(update_fields=[
+        "status", "attempt", "task_id", "task_ids", "worker", "lease_expires_at", "started_at",
+        "dispatched_at", "dispatches", "history",
+    ])
+    dispatch_on_commit(node)
+
+
+def resend_unclaimed(now: datetime) -> int:
+    """Send again the PREP nodes whose message nobody claimed in time (oldest first, a batch a pass)."""
+    sent = 0
+    with transaction.atomic():
+        waiting = WorkflowNode.objects.filter(status=NodeStatus.PREP, dispatched_at__lt=now - resend_after(1))
+        rows = skip_locked(waiting.select_related("workflow").order_by("dispatched_at"))[:BATCH]
+        for node in rows:
+            if node.dispatched_at is not None and node.dispatched_at > now - resend_after(node.dispatches):
+                continue  # its backoff has not run out yet
+            node.dispatches += 1
+            node.dispatched_at = now
+            node.save(update_fields=["dispatches", "dispatched_at"])
+            dispatch_on_commit(node)
+            sent += 1
+    if sent:
+        log.warning("recovery: sent %s unclaimed workflow node(s) again", sent)
+    return sent
+
+
+@receiver(broker_lost_messages)
+def _resend_after_broker_loss(sender: object, now: datetime, **kwargs: object) -> None:
+    """Redis lost its data: every queued node's message went with it; send them all again, oldest first.
+
+    They are marked due at once (a batch is sent now, the rest by the next passes).
+    """
+    due = WorkflowNode.objects.filter(status=NodeStatus.PREP).update(dispatched_at=now - LONG_AGO)
+    if due:
+        log.warning("recovery: the broker lost its messages; sending %s queued workflow node(s) again", due)
+    resend_unclaimed(now)

@@ -1,0 +1,194 @@
+"""The worker side of a node: claim it, run its task under a lease, record the outcome durably.
+
+1. Claim: a compare-and-set PREP -> RUNNING on (node, attempt). A duplicate or stale message
+   (sent again after a Redis loss, redelivered after a worker died) matches nothing and is
+   dropped without running anything.
+2. Run: the node's Celery task is called in this process while the heartbeat thread renews
+   the lease; if this worker dies or stalls past the lease, recovery launches the node again.
+3. Record: the outcome, the workflow's end and the parent's report (a command) commit in one
+   transaction, conditional on still holding the attempt. Database errors are retried with
+   backoff; the broker is never involved, so a Redis outage cannot turn a finished task into
+   a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from workflows import parents
+from workflows.choices import WORKFLOW_OF_NODE, NodeStatus
+from workflows.leases import NODE_LEASE
+from workflows.models import WorkflowJob, WorkflowNode
+from workflows.settings import lease_seconds, report_retry_seconds
+from xcommands.heartbeat import lease
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 4000
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a node's run ended: OK, ERROR (the task raised) or FAILED (it could not run)."""
+
+    status: str
+    error_code: str = ""
+    error_message: str = ""
+
+
+def identity(hostname: str = "") -> str:
+    """Who runs a node: the Celery node name (or the host) and this process's pid."""
+    return f"{hostname or socket.gethostname()}:{os.getpid()}"
+
+
+CLAIM_RETRY_SECONDS = 30.0
+
+_current = threading.local()
+
+
+def current_run() -> tuple[str, int] | None:
+    """The (node id, attempt) this thread is running, for tasks that want to say who ran them."""
+    return getattr(_current, "run", None)
+
+
+def run_node(node_id: str, attempt: int, hostname: str = "") -> str:
+    """Claim, run and record one attempt of a node; what happened, in a word, for the task's result."""
+    worker = identity(hostname)
+    node = _retrying(lambda: claim(node_id, attempt, worker), f"node {node_id} attempt {attempt}: claim",
+                     CLAIM_RETRY_SECONDS)
+    if node is None:
+        return "skipped"
+    workflow = node.workflow
+    with contextlib.suppress(DatabaseError):  # a display nicety: the parent sees RUNNING
+        with transaction.atomic():
+            parents.started(workflow, node)
+    _current.run = (node.id, attempt)
+    try:
+        with lease(NODE_LEASE, node.id, attempt):
+            outcome = invoke(node.task_name, workflow, worker)
+    finally:
+        _current.run = None
+    return record(node_id, attempt, outcome)
+
+
+def _retrying(step: Callable[[], T], what: str, seconds: float) -> T:
+    """Run a database step, retrying errors (a restarting server) with backoff for up to `seconds`."""
+    delay, deadline = 0.2, time.monotonic() + seconds
+    while True:
+        try:
+            return step()
+        except DatabaseError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("%s failed (%s); retrying in %.1f s", what, exc, delay)
+            with contextlib.suppress(DatabaseError):
+                connection.close()  # a restarted server: the next try reconnects
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
+    """Take the node's lease if this attempt is still waiting to run; None for a stale or duplicate message."""
+    now = timezone.now()
+    with transaction.atomic():
+        taken = WorkflowNode.objects.filter(pk=node_id, attempt=attempt, status=NodeStatus.PREP).update(
+            status=NodeStatus.RUNNING,
+            worker=worker,
+            lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            started_at=now,
+            ended_at=None,
+        )
+        node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
+    if not taken:
+        seen = "is gone" if node is None else f"is {node.status} on attempt {node.attempt}"
+        log.info("node %s attempt %s not run: the node %s (a duplicate or stale message)", node_id, attempt, seen)
+        return None
+    return node
+
+
+def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
+    """Call the node's Celery task in this process: OK, or ERROR with the exception's one-line text."""
+    from project.celery import app
+
+    task = app.tasks.get(task_name)
+    if task is None:  # a module named by CELERY_IMPORTS that this process has not imported yet
+        app.loader.import_default_modules()
+        task = app.tasks.get(task_name)
+    if task is None:
+        return Outcome(NodeStatus.FAILED, "E0TASK", f"no Celery task named {task_name!r} is registered in worker {worker}")
+    nominal = workflow.nominal_time.isoformat() if workflow.nominal_time else ""
+    try:
+        task(configuration=dict(workflow.configuration), nominal_time=nominal)
+    except Exception as exc:  # the task's own failure: recorded, never retried here
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return Outcome(NodeStatus.ERROR, type(exc).__name__[:64], text[:MAX_ERROR_CHARS])
+    return Outcome(NodeStatus.OK)
+
+
+def record(node_id: str, attempt: int, outcome: Outcome) -> str:
+    """Write the outcome while this attempt still holds the node, retrying database errors with backoff.
+
+    Gives up after WORKFLOW_REPORT_RETRY_SECONDS (the lease then lapses and the node runs
+    again: at-least-once). A node that moved meanwhile (killed, or launched again after this
+    worker was taken for lost) keeps its state: this outcome is discarded and logged.
+    """
+    try:
+        return _retrying(lambda: _record_once(node_id, attempt, outcome),
+                         f"node {node_id} attempt {attempt}: recording {outcome.status}", report_retry_seconds())
+    except DatabaseError as exc:
+        log.error("node %s attempt %s: outcome %s not recorded, giving up: %s; the node will run again",
+                  node_id, attempt, outcome.status, exc)
+        return "unrecorded"
+
+
+def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
+    now = timezone.now()
+    with transaction.atomic():
+        node = (
+            WorkflowNode.objects.select_for_update(of=("self",)).select_related("workflow")
+            .filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).first()
+        )
+        if node is None:
+            current = WorkflowNode.objects.filter(pk=node_id).values_list("status", "attempt").first()
+            log.warning("node %s attempt %s: outcome %s discarded, the node is now %s", node_id, attempt,
+                        outcome.status, f"{current[0]} on attempt {current[1]}" if current else "gone")
+            return "fenced"
+        node.history = [*node.history, {
+            "attempt": attempt,
+            "worker": node.worker,
+            "started": node.started_at.isoformat(timespec="milliseconds") if node.started_at else None,
+            "ended": now.isoformat(timespec="milliseconds"),
+            "outcome": outcome.status,
+            **({"error": outcome.error_message[:500]} if outcome.error_message else {}),
+        }]
+        end_node(node, outcome, now)
+        return outcome.status
+
+
+def end_node(node: WorkflowNode, outcome: Outcome, now: Any) -> None:
+    """Store a node's end and its workflow's, and tell the parent (in the caller's transaction; rows locked)."""
+    node.transition_to(outcome.status)
+    node.ended_at = now
+    node.lease_expires_at = None
+    node.error_code, node.error_message = outcome.error_code, outcome.error_message
+    node.save(update_fields=["status", "ended_at", "lease_expires_at", "error_code", "error_message", "history"])
+    workflow = node.workflow
+    workflow.transition_to(WORKFLOW_OF_NODE[outcome.status])
+    workflow.ended_at = now
+    workflow.error_code, workflow.error_message = outcome.error_code, outcome.error_message
+    workflow.save(update_fields=["status", "ended_at", "error_code", "error_message", "last_modified"])
+    parents.ended(workflow, node)

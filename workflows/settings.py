@@ -1,0 +1,29 @@
+"""The workflow runtime's settings, with their defaults (README, "Configuration")."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+
+
+def lease_seconds() -> float:
+    """How long a running node's lease lasts without a heartbeat (renewed every third of it)."""
+    return float(getattr(settings, "WORKFLOW_LEASE_SECONDS", getattr(settings, "COMMAND_LEASE_SECONDS", 60)))
+
+
+def max_launches() -> int:
+    """Launches of one node allowed when its worker is lost; then it FAILED, naming the worker."""
+    return max(1, int(getattr(settings, "WORKFLOW_MAX_LAUNCHES", 3)))
+
+
+def resend_after(dispatches: int) -> timedelta:
+    """How long a sent, unclaimed node waits before its message is sent again (doubling, capped)."""
+    base = float(getattr(settings, "WORKFLOW_RESEND_SECONDS", 60))
+    cap = float(getattr(settings, "WORKFLOW_RESEND_MAX_SECONDS", 600))
+    return timedelta(seconds=min(cap, base * 2 ** max(0, min(dispatches - 1, 20))))
+
+
+def report_retry_seconds() -> float:
+    """How long a worker keeps trying to record an outcome while the database is unreachable."""
+    return float(getattr(settings, "WORKFLOW_REPORT_RETRY_SECONDS", 600))
