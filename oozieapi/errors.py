@@ -36,6 +36,7 @@ TEMPLATES = {
     "E0421": "Invalid job filter [{0}], {1}",
     "E0500": "Not authorized, {0}",
     "E0509": "User [{0}] not authorized for Coord job [{1}]",
+    "E0603": "SQL error in operation, {0}",
     "E0604": "Job does not exist [{0}]",
     "E0605": "Action does not exist [{0}]",
     "E0700": "XML error, {0}",

@@ -9,15 +9,19 @@ Ordinary ASCII requests cost a few string scans.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, unquote_to_bytes
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from oozieapi.errors import OozieError, error_response
 from project.parsers import MAX_SHOWN, bytes_problem
+
+log = logging.getLogger(__name__)
 
 OOZIE_PREFIX = "/oozie/"
 UNPREFIXED_HEADERS = ("CONTENT_TYPE", "CONTENT_LENGTH")  # headers WSGI does not name HTTP_*
@@ -146,3 +150,31 @@ class HostileInputMiddleware:
         if found is not None:
             return refusal(request, found)
         return self.get_response(request)
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that lost the database (a server restarting) answers 503 with Retry-After, not a 500.
+
+    Django drops the broken connection at the end of the request; the next one reconnects.
+    """
+
+    RETRY_AFTER_SECONDS = 5
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        """Pass the request on."""
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """OperationalError or InterfaceError from the database: 503 (Oozie's E0603 under /oozie/)."""
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        log.warning("database unavailable during %s %s: %s", request.method, request.path, exception)
+        if request.path_info.startswith(OOZIE_PREFIX):
+            response = error_response(OozieError(503, "E0603", "the database is unavailable; retry shortly"))
+        else:
+            response = JsonResponse({"detail": "the database is unavailable; retry shortly"}, status=503)
+        response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
+        return response

@@ -56,6 +56,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: NUL, lone surrogates and non-UTF-8 bytes in the URL or headers get a 400 before anything reads them.
     "project.middleware.HostileInputMiddleware",
+    # A request that lost the database (a server restarting) gets a 503 with Retry-After.
+    "project.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -177,7 +179,7 @@ COORD_EXECUTION_NONE_TOLERANCE_MINUTES = env_int("COORD_EXECUTION_NONE_TOLERANCE
 COORD_RECOVERY_SECONDS = env_int("COORD_RECOVERY_SECONDS", 120)
 # Workflow runs (what actions launch): a running node holds a lease renewed by its worker's
 # heartbeat; once it lapses (worker killed or stalled) the node is launched again, at most
-# WORKFLOW_MAX_LAUNCHES times in all. A message nobody claimed is sent again after
+# WORKFLOW_MAX_LAUNCHES times in all (launches after transient errors count too). A message nobody claimed is sent again after
 # WORKFLOW_RESEND_SECONDS, doubling up to WORKFLOW_RESEND_MAX_SECONDS. A worker that cannot
 # reach the database keeps trying to record an outcome for WORKFLOW_REPORT_RETRY_SECONDS.
 WORKFLOW_LEASE_SECONDS = env_int("WORKFLOW_LEASE_SECONDS", COMMAND_LEASE_SECONDS)
@@ -185,6 +187,9 @@ WORKFLOW_MAX_LAUNCHES = env_int("WORKFLOW_MAX_LAUNCHES", 3)
 WORKFLOW_RESEND_SECONDS = env_int("WORKFLOW_RESEND_SECONDS", 60)
 WORKFLOW_RESEND_MAX_SECONDS = env_int("WORKFLOW_RESEND_MAX_SECONDS", 600)
 WORKFLOW_REPORT_RETRY_SECONDS = env_int("WORKFLOW_REPORT_RETRY_SECONDS", 600)
+# A task that raises an infrastructure error (database or broker connection lost, a timeout)
+# is launched again while launches remain; false: every exception is the task's final error.
+WORKFLOW_RETRY_TRANSIENT_ERRORS = env_bool("WORKFLOW_RETRY_TRANSIENT_ERRORS", True)
 # Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
 COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
 # How many dataset instances one data-in may resolve to (a hostile coord:current(-1000000000)

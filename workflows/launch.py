@@ -123,3 +123,21 @@ def dispatch(task_id: str, queue: str, kwargs: dict[str, Any]) -> bool:
                     kwargs.get("node"), kwargs.get("attempt"), exc)
         return False
     return True
+
+
+def relaunch(node: WorkflowNode, now: datetime) -> None:
+    """Queue the node's next attempt (new task id) and send it after commit (the caller holds the row)."""
+    node.transition_to(NodeStatus.PREP)
+    node.attempt += 1
+    node.task_id = str(uuid.uuid4())
+    node.task_ids = [*node.task_ids, node.task_id]
+    node.worker = ""
+    node.lease_expires_at = None
+    node.started_at = None
+    node.dispatched_at = now
+    node.dispatches = 1
+    node.save(update_fields=[
+        "status", "attempt", "task_id", "task_ids", "worker", "lease_expires_at", "started_at",
+        "dispatched_at", "dispatches", "history",
+    ])
+    dispatch_on_commit(node)

@@ -13,7 +13,6 @@ The database says what should be happening; Celery's result backend is never ask
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -21,7 +20,7 @@ from django.dispatch import receiver
 
 from project.locking import skip_locked
 from workflows.choices import NodeStatus
-from workflows.launch import dispatch_on_commit
+from workflows.launch import dispatch_on_commit, relaunch
 from workflows.models import WorkflowNode
 from workflows.runner import Outcome, end_node
 from workflows.settings import resend_after
@@ -72,24 +71,6 @@ def relaunch_lost(now: datetime) -> tuple[int, int]:
                 failed += 1
                 log.error("node %s FAILED: %s", node.id, message)
     return relaunched, failed
-
-
-def relaunch(node: WorkflowNode, now: datetime) -> None:
-    """Queue the node's next attempt (new task id) and send it after commit (the caller holds the row)."""
-    node.transition_to(NodeStatus.PREP)
-    node.attempt += 1
-    node.task_id = str(uuid.uuid4())
-    node.task_ids = [*node.task_ids, node.task_id]
-    node.worker = ""
-    node.lease_expires_at = None
-    node.started_at = None
-    node.dispatched_at = now
-    node.dispatches = 1
-    node.save(update_fields=[
-        "status", "attempt", "task_id", "task_ids", "worker", "lease_expires_at", "started_at",
-        "dispatched_at", "dispatches", "history",
-    ])
-    dispatch_on_commit(node)
 
 
 def resend_unclaimed(now: datetime) -> int:

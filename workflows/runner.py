@@ -30,9 +30,10 @@ from django.utils import timezone
 
 from workflows import parents
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus
+from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
 from workflows.models import WorkflowJob, WorkflowNode
-from workflows.settings import lease_seconds, report_retry_seconds
+from workflows.settings import is_transient, lease_seconds, report_retry_seconds
 from xcommands.heartbeat import lease
 
 log = logging.getLogger(__name__)
@@ -43,11 +44,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a node's run ended: OK, ERROR (the task raised) or FAILED (it could not run)."""
+    """How a node's run ended: OK, ERROR (the task raised) or FAILED (it could not run).
+
+    `transient`: the task raised an infrastructure error (a database or broker connection
+    lost, a timeout): the node is launched again while launches remain (Oozie's START_RETRY).
+    """
 
     status: str
     error_code: str = ""
     error_message: str = ""
+    transient: bool = False
 
 
 def identity(hostname: str = "") -> str:
@@ -133,9 +139,9 @@ def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
     nominal = workflow.nominal_time.isoformat() if workflow.nominal_time else ""
     try:
         task(configuration=dict(workflow.configuration), nominal_time=nominal)
-    except Exception as exc:  # the task's own failure: recorded, never retried here
+    except Exception as exc:  # the task's own failure, or an infrastructure error it met
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return Outcome(NodeStatus.ERROR, type(exc).__name__[:64], text[:MAX_ERROR_CHARS])
+        return Outcome(NodeStatus.ERROR, type(exc).__name__[:64], text[:MAX_ERROR_CHARS], transient=is_transient(exc))
     return Outcome(NodeStatus.OK)
 
 
@@ -167,14 +173,21 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
             log.warning("node %s attempt %s: outcome %s discarded, the node is now %s", node_id, attempt,
                         outcome.status, f"{current[0]} on attempt {current[1]}" if current else "gone")
             return "fenced"
+        retry = outcome.transient and node.attempt < node.max_attempts
         node.history = [*node.history, {
             "attempt": attempt,
             "worker": node.worker,
             "started": node.started_at.isoformat(timespec="milliseconds") if node.started_at else None,
             "ended": now.isoformat(timespec="milliseconds"),
-            "outcome": outcome.status,
+            "outcome": "RETRY" if retry else outcome.status,
             **({"error": outcome.error_message[:500]} if outcome.error_message else {}),
         }]
+        if retry:
+            # Recorded once the database answers again, so the next attempt meets a working one.
+            log.warning("node %s attempt %s met a transient error (%s); launching attempt %s of %s",
+                        node_id, attempt, outcome.error_code, attempt + 1, node.max_attempts)
+            relaunch(node, now)
+            return "retry"
         end_node(node, outcome, now)
         return outcome.status
 

@@ -27,3 +27,21 @@ def resend_after(dispatches: int) -> timedelta:
 def report_retry_seconds() -> float:
     """How long a worker keeps trying to record an outcome while the database is unreachable."""
     return float(getattr(settings, "WORKFLOW_REPORT_RETRY_SECONDS", 600))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """An infrastructure error a task met (database or broker connection lost, a timeout), not its own bug.
+
+    WORKFLOW_RETRY_TRANSIENT_ERRORS=false treats every exception as the task's final error.
+    """
+    if not getattr(settings, "WORKFLOW_RETRY_TRANSIENT_ERRORS", True):
+        return False
+    import kombu.exceptions
+    import redis.exceptions
+    from django import db
+
+    transient = (
+        db.OperationalError, db.InterfaceError, ConnectionError, TimeoutError,
+        redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
+    )
+    return isinstance(exc, transient)

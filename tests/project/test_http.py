@@ -52,3 +52,34 @@ def test_openapi_schema_is_served(client: Client, django_user_model: type[User])
     response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     assert response.json()["openapi"].startswith("3.")
+
+
+@pytest.mark.parametrize(
+    ("path", "oozie"),
+    [pytest.param("/api/v1/coordinator-jobs/", False, id="native-api"), pytest.param("/oozie/v2/jobs", True, id="oozie-api")],
+)
+def test_a_request_that_lost_the_database_gets_503_with_retry_after(
+    path: str, oozie: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database gone mid-request (a PostgreSQL restart) is a 503 with Retry-After (E0603 under /oozie/), not a 500."""
+    from django.db import OperationalError
+    from django.db.models.query import QuerySet
+
+    from tests.coordinators.api.factories import token, user
+    from tests.oozieapi.client import basic
+
+    account = user("outage")
+    auth = basic(account) if oozie else f"Token {token(account)}"
+
+    def gone(*args: object, **kwargs: object) -> None:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(QuerySet, "count", gone)
+    monkeypatch.setattr(QuerySet, "_fetch_all", gone)
+    response = Client(headers={"Authorization": auth}).get(path)
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    if oozie:
+        assert response["oozie-error-code"] == "E0603"
+        assert "the database is unavailable" in response["oozie-error-message"]
+    else:
+        assert response.json() == {"detail": "the database is unavailable; retry shortly"}

@@ -146,3 +146,46 @@ def test_a_report_of_an_earlier_run_is_ignored(launched: Launch) -> None:
     assert action.status == ActionStatus.SUBMITTED
     skipped = Command.objects.filter(name="coordinators.CoordActionStatusXCommand").latest("pk")
     assert skipped.status == "SKIPPED" and "now runs 0000099-000000000000000-W" in json.dumps(skipped.history)
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        pytest.param(OperationalError("server closed the connection unexpectedly"), True, id="database-gone"),
+        pytest.param(ConnectionRefusedError(111, "refused"), True, id="connection-refused"),
+        pytest.param(__import__("redis").exceptions.ConnectionError("redis down"), True, id="redis-down"),
+        pytest.param(TimeoutError("slow"), True, id="timeout"),
+        pytest.param(RuntimeError("bug"), False, id="the-tasks-own-error"),
+        pytest.param(KeyError("input"), False, id="key-error"),
+    ],
+)
+def test_infrastructure_errors_are_transient_the_tasks_own_are_not(error: Exception, transient: bool) -> None:
+    """Connections lost and timeouts are retried; anything else is the task's own, final error."""
+    from workflows.settings import is_transient
+
+    assert is_transient(error) is transient
+
+
+def test_a_transient_error_launches_the_node_again_until_launches_run_out(launched: Launch) -> None:
+    """A task that met a lost connection runs again (next attempt); on the last launch the error is final."""
+    action = launched()
+    node = node_of(action)
+    WorkflowNode.objects.filter(pk=node.pk).update(max_attempts=2)
+    gone = runner.Outcome(NodeStatus.ERROR, "OperationalError", "OperationalError: server closed", transient=True)
+    assert runner.claim(node.id, 1, "w1:1") is not None
+    assert runner.record(node.id, 1, gone) == "retry"
+    node.refresh_from_db()
+    assert (node.status, node.attempt, node.history[-1]["outcome"]) == (NodeStatus.PREP, 2, "RETRY")
+    assert runner.claim(node.id, 2, "w1:1") is not None
+    assert runner.record(node.id, 2, gone) == NodeStatus.ERROR
+    run_pending_commands()
+    action.refresh_from_db()
+    assert action.status == ActionStatus.FAILED and "server closed" in action.error_message
+
+
+def test_transient_errors_can_be_final(launched: Launch, settings: object) -> None:
+    """WORKFLOW_RETRY_TRANSIENT_ERRORS=false: a lost connection is the task's final error."""
+    from workflows.settings import is_transient
+
+    settings.WORKFLOW_RETRY_TRANSIENT_ERRORS = False  # type: ignore[attr-defined]
+    assert not is_transient(OperationalError("gone"))

@@ -1,0 +1,499 @@
+"""One chaos run (inside the child process whose DATABASE_URL is the run's own PostgreSQL).
+
+Sets up the cluster, Redis, workers and beat; submits catch-up coordinators and keyed jobs;
+injects the faults on a schedule while the work runs; waits until everything settled; counts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from project.chaos.analysis import Counts, analyse_actions, analyse_keyed
+from project.chaos.infra import PostgresCluster, RedisProcess, ServiceProcess, celery
+from project.chaos.probe import create_table
+from project.launcher import free_port, port_is_free, wait_for
+
+Log = Callable[[str], None]
+T = TypeVar("T")
+
+DATABASE = "chaos"
+QUEUES = "commands,services,actions,default"
+APP = """<coordinator-app name="chaos-{n:02d}" frequency="${{coord:minutes(1)}}" start="{start}" end="{end}"
+    timezone="UTC" xmlns="uri:oozie:coordinator:0.4">
+  <controls><concurrency>{concurrency}</concurrency><throttle>{actions}</throttle></controls>
+  <action><workflow><app-path>task:chaos.probe</app-path><configuration>
+    <property><name>seconds</name><value>{seconds}</value></property>
+  </configuration></workflow></action>
+</coordinator-app>"""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes, timings and the fault schedule of a run."""
+
+    jobs: int = 20
+    actions: int = 30
+    concurrency: int = 2
+    action_seconds: float = 0.8
+    keys: int = 40
+    per_key: int = 60
+    keyed_seconds: float = 0.05
+    workers: int = 2
+    worker_concurrency: int = 6
+    lease: int = 5
+    sweep: int = 1
+    settle_timeout: float = 300.0
+    seed: int = 7
+    # (seconds after the work started, fault)
+    faults: tuple[tuple[float, str], ...] = (
+        (8, "kill-process"), (20, "kill-worker"), (35, "pause-worker"),
+        (50, "flush-redis"), (62, "restart-redis"), (75, "restart-postgres"),
+    )
+
+    @classmethod
+    def quick(cls, **overrides: Any) -> Plan:
+        """A short run for the test suite: every fault, fewer and longer actions, faults closer together."""
+        base = cls(
+            jobs=4, actions=16, action_seconds=2.5, keys=6, per_key=42, keyed_seconds=0.15,
+            worker_concurrency=3, settle_timeout=120.0,
+            faults=((3, "kill-process"), (8, "kill-worker"), (13, "pause-worker"),
+                    (21, "flush-redis"), (24, "restart-redis"), (28, "restart-postgres")),
+        )
+        return cls(**{**base.__dict__, **overrides})
+
+    @property
+    def keyed_waves(self) -> tuple[float, ...]:
+        """When keyed jobs are enqueued: at the start and 2 s before each fault, so every fault meets some."""
+        return (0.0, *(max(0.0, at - 2) for at, _ in self.faults))
+
+    @property
+    def settle_target(self) -> float:
+        """The promise: settled within lease + sweep + 30 s of the last fault."""
+        return self.lease + self.sweep + 30.0
+
+
+def child_environment(plan: Plan, database_url: str, redis_url: str) -> dict[str, str]:
+    """The settings every process of the run shares: fast services, short leases, the probe task."""
+    env = dict(os.environ)
+    env.update({
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "PYTHONUNBUFFERED": "1",
+        "EXTRA_TASK_MODULES": "examples.tasks,project.chaos.probe",
+        "KEYED_JOB_ALLOWED_TASKS": "actions.*,examples.*,chaos.*",
+        "COMMAND_LEASE_SECONDS": str(plan.lease),
+        "WORKFLOW_LEASE_SECONDS": str(plan.lease),
+        "COMMAND_SWEEP_SECONDS": str(plan.sweep),
+        "COMMAND_RING_STALE_SECONDS": str(max(2, plan.lease)),
+        "STATUS_SERVICE_SECONDS": "1",
+        "COORD_INPUT_TICK_SECONDS": "1",
+        "COORD_RECOVERY_SECONDS": str(plan.lease * 2),
+        "WORKFLOW_RESEND_SECONDS": str(plan.lease * 2),
+        "WORKFLOW_RESEND_MAX_SECONDS": str(plan.lease * 4),
+        "WORKFLOW_MAX_LAUNCHES": "10",
+        "SLA_EMAIL_ENABLED": "false",
+        "LOG_LEVEL": "WARNING",
+    })
+    return env
+
+
+def _retry_db(step: Callable[[], T], log: Log, what: str, seconds: float = 60) -> T:
+    """Run a database step, retrying while PostgreSQL restarts."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return step()
+        except DatabaseError as exc:
+            if time.monotonic() > deadline:
+                raise
+            log(f"{what}: database unavailable ({str(exc).strip().splitlines()[0]}); retrying")
+            with contextlib.suppress(DatabaseError):
+                connection.close()
+            time.sleep(0.5)
+
+
+class WebProbe:
+    """Asks the web server twice a second, from a thread, for a page that reads the database and for /healthz."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.base, self.token = base, token
+        self.answers: list[tuple[float, str, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="chaos-web-probe", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def ask(self, path: str) -> int:
+        """The status of one GET (0 when nothing answered)."""
+        request = urllib.request.Request(self.base + path, headers={"Authorization": f"Token {self.token}"})  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 - loopback
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+        except (urllib.error.URLError, OSError):
+            return 0
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.5):
+            for path in ("/api/v1/coordinator-jobs/?limit=1", "/healthz"):
+                self.answers.append((time.monotonic(), path, self.ask(path)))
+
+    def summary(self) -> dict[str, Any]:
+        """How the web server answered through the faults, and whether it answers 200 now."""
+        statuses: dict[str, int] = {}
+        for _, _, status in self.answers:
+            statuses[str(status)] = statuses.get(str(status), 0) + 1
+        errors = sum(count for status, count in statuses.items() if status.startswith("5") and status != "503")
+        now = {path: self.ask(path) for path in ("/api/v1/coordinator-jobs/?limit=1", "/healthz")}
+        return {
+            "requests": len(self.answers),
+            "statuses": dict(sorted(statuses.items())),
+            "server_errors": errors,  # 5xx other than 503 (database or broker unavailable)
+            "answers_after_settle": now,
+            "recovered": all(status == 200 for status in now.values()),
+        }
+
+
+@dataclass
+class Run:
+    """The live run: its processes, what it submitted, and the faults it injected."""
+
+    plan: Plan
+    workdir: Path
+    pg: PostgresCluster
+    redis: RedisProcess
+    log: Log
+    workers: list[ServiceProcess] = field(default_factory=list)
+    beat: ServiceProcess | None = None
+    web: ServiceProcess | None = None
+    web_port: int = 0
+    job_ids: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    started: float = 0.0
+    killed_by_us: set[str] = field(default_factory=set)
+    token: str = ""
+
+    # --- processes -------------------------------------------------------------------------
+
+    def start_processes(self, env: dict[str, str], cwd: Path) -> None:
+        """Workers (all queues) and beat, each in its own session; wait until they are ready."""
+        for index in range(1, self.plan.workers + 1):
+            self.workers.append(ServiceProcess(
+                name=f"chaos-w{index}",
+                argv=celery("worker", "--loglevel", "WARNING", "--pool", "prefork", "--concurrency",
+                            str(self.plan.worker_concurrency), "--queues", QUEUES, "--hostname", f"chaos-w{index}@%h",
+                            "--without-gossip", "--without-mingle"),
+                logfile=self.workdir / f"chaos-w{index}.log", env=env, cwd=cwd,
+            ))
+        self.beat = ServiceProcess(
+            name="beat", argv=celery("beat", "--loglevel", "INFO", "--schedule", str(self.workdir / "beat-schedule"),
+                                     "--pidfile", ""),
+            logfile=self.workdir / "beat.log", env=env, cwd=cwd,
+        )
+        self.web = ServiceProcess(
+            name="web",
+            argv=[sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{self.web_port}",
+                  "--workers", "2", "--threads", "2", "--graceful-timeout", "5", "--no-control-socket"],
+            logfile=self.workdir / "web.log", env=env, cwd=cwd,
+        )
+        for process in [*self.workers, self.beat, self.web]:
+            process.start()
+        self._wait_ready([*self.workers, self.beat])
+        wait_for(lambda: not port_is_free(self.web_port), 60, "the web server")
+
+    def _wait_ready(self, processes: list[ServiceProcess], timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        # Workers log ' ready.' at WARNING level only through celery's own banner: poll for the
+        # pool's children instead, and for beat's process to stay up.
+        while time.monotonic() < deadline:
+            if all(p.alive and (p is self.beat or len(p.pool_pids()) >= self.plan.worker_concurrency) for p in processes):
+                time.sleep(1.0)  # consumers attach right after the pool forks
+                return
+            dead = [p.name for p in processes if not p.alive]
+            if dead:
+                raise RuntimeError(f"{', '.join(dead)} exited at start; see the logs in {self.workdir}")
+            time.sleep(0.2)
+        raise RuntimeError(f"workers not ready within {timeout:.0f} s; see the logs in {self.workdir}")
+
+    def stop_processes(self) -> None:
+        """Stop workers and beat (warm, then SIGKILL), then Redis and PostgreSQL."""
+        for process in [*self.workers, *(p for p in (self.beat, self.web) if p is not None)]:
+            process.stop()
+        self.redis.stop()
+        self.pg.stop()
+
+    # --- workload --------------------------------------------------------------------------
+
+    def submit_coordinators(self) -> None:
+        """Catch-up coordinators: every action due at once, concurrency 2, each running the probe."""
+        from django.contrib.auth import get_user_model
+
+        from coordinators.services import submit_coordinator
+        from datasets.timeline import format_datetime
+
+        owner, _ = get_user_model().objects.get_or_create(username="chaos")
+        from rest_framework.authtoken.models import Token
+
+        self.token = Token.objects.get_or_create(user=owner)[0].key
+        end = timezone.now().replace(second=0, microsecond=0)
+        start = end - timedelta(minutes=self.plan.actions)
+        for n in range(self.plan.jobs):
+            xml = APP.format(n=n, start=format_datetime(start), end=format_datetime(end), actions=self.plan.actions,
+                             concurrency=self.plan.concurrency, seconds=self.plan.action_seconds)
+            self.job_ids.append(submit_coordinator(xml, {}, owner=owner).id)
+        self.log(f"submitted {self.plan.jobs} coordinators x {self.plan.actions} actions")
+
+    def enqueue_keyed_wave(self, wave: int) -> None:
+        """One wave of keyed jobs: the next slice of numbers of every key, in order."""
+        from xcommands.keyed import enqueue_job
+
+        waves = len(self.plan.keyed_waves)
+        self.keys = self.keys or [f"chaos-key-{k:02d}" for k in range(self.plan.keys)]
+        numbers = [n for n in range(self.plan.per_key) if n * waves // self.plan.per_key == wave]
+
+        def enqueue() -> None:
+            with transaction.atomic():
+                for key in self.keys:
+                    for n in numbers:
+                        enqueue_job(key, "chaos.probe", kwargs={
+                            "configuration": {"key": key, "n": n, "seconds": self.plan.keyed_seconds},
+                        }, max_retries=20, transactional=True)
+
+        _retry_db(enqueue, self.log, f"keyed wave {wave}")
+        self.log(f"enqueued keyed wave {wave + 1}/{waves}: {len(self.keys) * len(numbers)} jobs")
+
+    # --- faults ----------------------------------------------------------------------------
+
+    def inject(self, fault: str, rng: random.Random) -> str:
+        """Inject one fault; a sentence saying what was done."""
+        victim = self._busiest_worker()
+        if fault == "kill-process":
+            pid = self._busy_pool_pid(victim) or rng.choice(victim.pool_pids() or [0])
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+            return f"SIGKILL of pool process {pid} of {victim.name}"
+        if fault == "kill-worker":
+            doomed = victim
+            doomed.kill()
+            self.killed_by_us.add(doomed.name)
+            time.sleep(3)
+            doomed.start()  # what systemd's Restart=always does
+            return f"SIGKILL of the whole {doomed.name} (main process and pool), restarted 3 s later"
+        if fault == "pause-worker":
+            pause = self.plan.lease + 3
+            victim.signal_group(signal.SIGSTOP)
+            time.sleep(pause)
+            victim.signal_group(signal.SIGCONT)
+            return f"SIGSTOP of {victim.name} for {pause} s (past its {self.plan.lease} s leases), then SIGCONT"
+        if fault == "flush-redis":
+            self.redis.flush()
+            return "FLUSHALL of Redis"
+        if fault == "restart-redis":
+            self.redis.kill()
+            time.sleep(1)
+            self.redis.start()
+            return "SIGKILL of redis-server, started again empty after 1 s"
+        if fault == "restart-postgres":
+            self.pg.crash_restart()
+            with contextlib.suppress(DatabaseError):
+                connection.close()
+            return "PostgreSQL stopped immediately (a crash) and started again"
+        raise ValueError(f"unknown fault {fault!r}")
+
+    def _busiest_worker(self) -> ServiceProcess:
+        """The worker running the most actions right now (so a fault meets live work)."""
+        from workflows.choices import NodeStatus
+        from workflows.models import WorkflowNode
+
+        running = _retry_db(lambda: list(WorkflowNode.objects.filter(status=NodeStatus.RUNNING)
+                                         .values_list("worker", flat=True)), self.log, "looking for the busiest worker")
+        pids = {int(holder.rpartition(":")[2]) for holder in running if holder.rpartition(":")[2].isdigit()}
+        # Count live pool processes only: a killed worker's nodes stay RUNNING until their lease lapses.
+        return max(self.workers, key=lambda w: len(pids & set(w.pool_pids())))
+
+    def _busy_pool_pid(self, worker: ServiceProcess) -> int | None:
+        """The pid of a pool process of `worker` running an action right now, if any (waits up to 5 s)."""
+        from workflows.choices import NodeStatus
+        from workflows.models import WorkflowNode
+
+        pool = set(worker.pool_pids())
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            running = _retry_db(lambda: list(WorkflowNode.objects.filter(
+                status=NodeStatus.RUNNING, worker__startswith=f"{worker.name}@").values_list("worker", flat=True)),
+                self.log, "looking for a busy pool process")
+            pids = [int(w.rpartition(":")[2]) for w in running if w.rpartition(":")[2].isdigit()]
+            busy = [pid for pid in pids if pid in pool]
+            if busy:
+                return busy[0]
+            time.sleep(0.2)
+        return None
+
+    def in_flight(self) -> dict[str, int]:
+        """What the next fault can hit: nodes running and queued, commands leased and waiting."""
+        from workflows.choices import NodeStatus
+        from workflows.models import WorkflowNode
+        from xcommands.choices import LEASED_STATUSES, CommandStatus
+        from xcommands.models import Command
+
+        def count() -> dict[str, int]:
+            return {
+                "nodes_running": WorkflowNode.objects.filter(status=NodeStatus.RUNNING).count(),
+                "nodes_queued": WorkflowNode.objects.filter(status=NodeStatus.PREP).count(),
+                "commands_running": Command.objects.filter(status__in=sorted(LEASED_STATUSES)).count(),
+                "commands_waiting": Command.objects.filter(status=CommandStatus.PENDING).count(),
+            }
+
+        return _retry_db(count, self.log, "counting work in flight")
+
+    # --- settling --------------------------------------------------------------------------
+
+    def unsettled(self) -> tuple[int, int]:
+        """(actions not finished, keyed commands not finished)."""
+        from coordinators.choices import ACTION_TERMINAL
+        from coordinators.models import CoordinatorAction
+        from xcommands.choices import TERMINAL_STATUSES
+        from xcommands.models import Command
+
+        def count() -> tuple[int, int]:
+            expected = self.plan.jobs * self.plan.actions
+            finished = CoordinatorAction.objects.filter(job_id__in=self.job_ids, status__in=sorted(ACTION_TERMINAL)).count()
+            pending = Command.objects.filter(key__in=self.keys).exclude(status__in=sorted(TERMINAL_STATUSES)).count()
+            return expected - finished, pending
+
+        return _retry_db(count, self.log, "progress")
+
+
+@contextlib.contextmanager
+def infrastructure(workdir: Path, pg_port: int, redis_port: int, log: Log) -> Iterator[tuple[PostgresCluster, RedisProcess]]:
+    """A fresh PostgreSQL cluster with the run's database, and a Redis; stopped on the way out."""
+    pg = PostgresCluster(workdir / "pg", pg_port)
+    redis = RedisProcess(workdir / "redis", redis_port)
+    try:
+        pg.init()
+        pg.start()
+        pg.create_database(DATABASE)
+        log(f"PostgreSQL on 127.0.0.1:{pg_port} ({pg.bindir})")
+        redis.start()
+        log(f"Redis on {redis.url}")
+        yield pg, redis
+    finally:
+        redis.stop()
+        pg.stop()
+
+
+def run_chaos(plan: Plan, workdir: Path, pg_port: int, redis_port: int, cwd: Path, log: Log) -> dict[str, Any]:
+    """Run the whole scenario; the report (counts, faults, settle time)."""
+    rng = random.Random(plan.seed)  # noqa: S311 - picks fault victims, not secrets
+    began = time.monotonic()
+    with infrastructure(workdir, pg_port, redis_port, log) as (pg, redis):
+        env = dict(os.environ)  # the outer command set it up (child_environment)
+        call_command("migrate", interactive=False, verbosity=0)
+        create_table()
+        run = Run(plan=plan, workdir=workdir, pg=pg, redis=redis, log=log, web_port=free_port())
+        probe: WebProbe | None = None
+        try:
+            run.start_processes(env, cwd)
+            log(f"{plan.workers} workers (concurrency {plan.worker_concurrency}), beat and the web server are up")
+            run.submit_coordinators()
+            probe = WebProbe(f"http://127.0.0.1:{run.web_port}", run.token)
+            probe.start()
+            run.started = time.monotonic()
+            schedule = sorted([(at, "wave", i) for i, at in enumerate(plan.keyed_waves)]
+                              + [(at, fault, 0) for at, fault in plan.faults])
+            last_fault_end = run.started
+            for at, what, index in schedule:
+                time.sleep(max(0.0, run.started + at - time.monotonic()))
+                if what == "wave":
+                    run.enqueue_keyed_wave(index)
+                    continue
+                begun = time.monotonic() - run.started
+                in_flight = run.in_flight()
+                detail = run.inject(what, rng)
+                last_fault_end = time.monotonic()
+                run.faults.append({"at_s": round(begun, 1), "fault": what, "detail": detail, "in_flight": in_flight})
+                log(f"+{begun:5.1f} s  {what}: {detail} (in flight: {in_flight})")
+            settled_at = None
+            deadline = last_fault_end + plan.settle_timeout
+            while time.monotonic() < deadline:
+                actions_left, commands_left = run.unsettled()
+                if actions_left == 0 and commands_left == 0:
+                    settled_at = time.monotonic()
+                    break
+                time.sleep(0.5)
+            log("settled" if settled_at else f"not settled after {plan.settle_timeout:.0f} s")
+            actions = _retry_db(lambda: analyse_actions(run.job_ids, plan.actions), log, "analysis")
+            commands = _retry_db(lambda: analyse_keyed(run.keys, plan.per_key), log, "analysis")
+            probe.stop()
+            web = probe.summary()
+            unexpected_exits = [p.name for p in [*run.workers, *(p for p in (run.beat, run.web) if p)] if not p.alive]
+        finally:
+            if probe is not None:
+                probe.stop()
+            run.stop_processes()
+    return report(plan, run, actions, commands, web, settled_at, last_fault_end, unexpected_exits,
+                  time.monotonic() - began)
+
+
+def report(
+    plan: Plan, run: Run, actions: Counts, commands: Counts, web: dict[str, Any], settled_at: float | None,
+    last_fault_end: float, unexpected_exits: list[str], duration: float,
+) -> dict[str, Any]:
+    """The figures the run prints, and whether every target was met."""
+    settle = None if settled_at is None else round(settled_at - last_fault_end, 1)
+    bad = [
+        ("lost", actions.lost + commands.lost),
+        ("stuck", actions.stuck + commands.stuck),
+        ("wrongly_failed", actions.wrongly_failed + commands.wrongly_failed),
+        ("overlapping_beyond_concurrency", actions.overlapping_beyond_concurrency + commands.overlapping_beyond_concurrency),
+        ("out_of_order", actions.out_of_order + commands.out_of_order),
+        ("run_twice_unexplained", actions.run_twice_unexplained + commands.run_twice_unexplained),
+        ("processes_exited", len(unexpected_exits)),
+        ("web_server_errors", web["server_errors"]),
+        ("web_not_recovered", 0 if web["recovered"] else 1),
+    ]
+    missed = [name for name, value in bad if value]
+    if settle is None or settle > plan.settle_target:
+        missed.append("settle_time")
+    return {
+        "database": "postgresql",
+        "workers": plan.workers,
+        "worker_concurrency": plan.worker_concurrency,
+        "lease_s": plan.lease,
+        "sweep_s": plan.sweep,
+        "faults": run.faults,
+        "actions": actions.as_dict(),
+        "commands": commands.as_dict(),
+        "web": web,
+        "processes_exited_unexpectedly": unexpected_exits,
+        "settled_after_last_fault_s": settle,
+        "settle_target_s": plan.settle_target,
+        "duration_s": round(duration, 1),
+        "targets_missed": missed,
+        "ok": not missed,
+    }

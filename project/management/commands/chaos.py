@@ -1,0 +1,147 @@
+"""`manage.py chaos`: coordinators and keyed jobs under injected faults; prints what was lost, twice, stuck.
+
+The command runs the scenario in a child process whose settings point at a private
+PostgreSQL cluster and Redis (created in a temporary directory, loopback only), and stops
+and removes everything afterwards, even if the child dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+SIZES = ("jobs", "actions", "keys", "per_key", "workers", "worker_concurrency", "lease", "seed")
+
+
+class Command(BaseCommand):
+    """Run the chaos scenario and print its counts (JSON with --json); exit 1 when a target is missed."""
+
+    help = (
+        "Run coordinators and keyed jobs on a private PostgreSQL and Redis while SIGKILLing worker "
+        "processes and whole workers, pausing one past its lease, flushing and restarting Redis and "
+        "restarting PostgreSQL; print what was lost, run twice, out of order, overlapping, stuck or "
+        "wrongly failed, and how long it took to settle."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        """Sizes and output; --quick is the short run of the test suite."""
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--quick", action="store_true", help="the short run (about 1.5 minutes)")
+        parser.add_argument("--jobs", type=int, help="coordinators (default 20; quick 4)")
+        parser.add_argument("--actions", type=int, help="actions per coordinator (default 30; quick 10)")
+        parser.add_argument("--keys", type=int, help="keys of keyed jobs (default 40; quick 6)")
+        parser.add_argument("--per-key", type=int, dest="per_key", help="keyed jobs per key (default 60; quick 20)")
+        parser.add_argument("--workers", type=int, help="Celery workers (default 2)")
+        parser.add_argument("--worker-concurrency", type=int, dest="worker_concurrency",
+                            help="processes per worker (default 6; quick 3)")
+        parser.add_argument("--lease", type=int, help="command and node lease in seconds (default 5)")
+        parser.add_argument("--seed", type=int, help="random seed of the faults' victims")
+        parser.add_argument("--keep", action="store_true", help="keep the run's directory (logs) afterwards")
+        parser.add_argument("--inner", action="store_true", help="internal: run the scenario in this process")
+        parser.add_argument("--workdir", help="internal")
+        parser.add_argument("--pg-port", type=int, dest="pg_port", help="internal")
+        parser.add_argument("--redis-port", type=int, dest="redis_port", help="internal")
+
+    def _log(self, message: str) -> None:
+        self.stderr.write(f"[chaos] {message}")
+        self.stderr.flush()
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """Outer: prepare ports and a directory, run the inner scenario, clean up. Inner: the scenario."""
+        if options["inner"]:
+            self._inner(options)
+        else:
+            self._outer(options)
+
+    def _plan(self, options: dict[str, Any]) -> Any:
+        from project.chaos.scenario import Plan
+
+        overrides = {name: options[name] for name in SIZES if options.get(name) is not None}
+        return Plan.quick(**overrides) if options["quick"] else Plan(**overrides)
+
+    def _outer(self, options: dict[str, Any]) -> None:
+        from project.chaos.infra import ChaosSetupError, PostgresCluster, postgres_bin
+        from project.chaos.scenario import DATABASE, child_environment
+        from project.launcher import free_port
+
+        try:
+            bindir = postgres_bin()
+            plan = self._plan(options)
+        except (ChaosSetupError, TypeError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
+        workdir.chmod(0o755)  # PostgreSQL may run as another user (as root: postgres)
+        pg_port, redis_port = free_port(), free_port()
+        env = child_environment(plan, f"postgres://postgres@127.0.0.1:{pg_port}/{DATABASE}",
+                                f"redis://127.0.0.1:{redis_port}/0")
+        env["PG_BIN"] = str(bindir)
+        argv = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "chaos", "--inner",
+                "--workdir", str(workdir), "--pg-port", str(pg_port), "--redis-port", str(redis_port)]
+        argv += [f"--{name.replace('_', '-')}={options[name]}" for name in SIZES if options.get(name) is not None]
+        argv += ["--quick"] if options["quick"] else []
+        self._log(f"run directory {workdir}; {plan.jobs} coordinators x {plan.actions} actions, "
+                  f"{plan.keys * plan.per_key} keyed jobs, {len(plan.faults)} faults")
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, start_new_session=True)  # noqa: S603
+        try:
+            out, _ = child.communicate(timeout=plan.settle_timeout + 900)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            os.killpg(child.pid, signal.SIGTERM)
+            time.sleep(5)
+            os.killpg(child.pid, signal.SIGKILL)
+            raise CommandError("chaos run interrupted; everything it started was stopped") from None
+        finally:
+            # The child stops its processes; if it died, make sure nothing is left behind.
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
+            PostgresCluster(workdir / "pg", pg_port, bindir).stop()
+            if not options["keep"] and child.returncode == 0:
+                shutil.rmtree(workdir, ignore_errors=True)
+        if child.returncode != 0 or not out.strip():
+            raise CommandError(f"the chaos run failed (exit {child.returncode}); its logs are in {workdir}")
+        result = json.loads(out)
+        self._print(result, options["json"])
+        if not result["ok"]:
+            raise CommandError(f"targets missed: {', '.join(result['targets_missed'])}")
+
+    def _print(self, result: dict[str, Any], as_json: bool) -> None:
+        if as_json:
+            self.stdout.write(json.dumps(result, indent=2))
+            return
+        for fault in result["faults"]:
+            self.stdout.write(f"+{fault['at_s']:6.1f} s  {fault['fault']:<17} {fault['detail']}")
+        for what in ("actions", "commands"):
+            counts = result[what]
+            figures = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in counts.items() if name != "examples")
+            self.stdout.write(f"{what}: {figures}")
+            for example in counts["examples"]:
+                self.stdout.write(f"  - {example}")
+        web = result["web"]
+        self.stdout.write(
+            f"web: {web['requests']} requests {web['statuses']}, server errors {web['server_errors']}, "
+            f"answering 200 afterwards: {web['recovered']}"
+        )
+        self.stdout.write(
+            f"settled {result['settled_after_last_fault_s']} s after the last fault (target "
+            f"{result['settle_target_s']} s); processes that exited: {result['processes_exited_unexpectedly'] or 'none'}"
+        )
+        self.stdout.write("OK" if result["ok"] else f"MISSED: {', '.join(result['targets_missed'])}")
+
+    def _inner(self, options: dict[str, Any]) -> None:
+        from project.chaos.scenario import run_chaos
+
+        result = run_chaos(
+            self._plan(options), Path(options["workdir"]), options["pg_port"], options["redis_port"],
+            Path(settings.BASE_DIR), self._log,
+        )
+        self.stdout.write(json.dumps(result))
