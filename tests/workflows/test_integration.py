@@ -85,3 +85,56 @@ def test_a_run_whose_worker_is_killed_runs_again_elsewhere(
     ], "the killed run never finished; the second one did, once"
     # Within lease + sweep (+ the rescuer's start-up and a beat's slack).
     assert relaunched_after < LEASE + SWEEP + 12, relaunched_after
+
+
+def test_a_task_that_finishes_while_redis_is_down_succeeds(
+    transactional_db: None, tmp_path: Path, _child_sessions_end_before_teardown: None
+) -> None:
+    """Redis dies while the task runs: the worker records SUCCEEDED in the database anyway; once Redis is back
+    (empty) the report is rung and the action SUCCEEDS, run once, and the worker and beat are still up."""
+    from django.db import connection
+
+    from project.celery import app
+    from tests.conftest import _point_celery_at
+    from tests.support.processes import (
+        child_env,
+        running_workers,
+        start_beat,
+        start_redis,
+        start_worker,
+    )
+
+    server = start_redis()
+    old = (app.conf.broker_url, app.conf.result_backend)
+    _point_celery_at(app, server.url, server.url)
+    log = tmp_path / "ran.jsonl"
+    try:
+        env = child_env(connection.settings_dict, server.url, FAST)
+        with running_workers([start_worker(env, name="steady", queues=("commands", "services", "actions", "default"),
+                                           logdir=tmp_path)]) as (worker,), \
+                running_workers([start_beat(env, logdir=tmp_path)]) as (beat,):
+            owner = User.objects.create_user("outage")
+            with override_settings(COMMAND_RING_STALE_SECONDS=2):
+                job = submit_coordinator(
+                    coordinator_xml("examples.record", properties=prop("log", f"file://{log}") + prop("seconds", "4")),
+                    {}, owner=owner,
+                )
+            wait_until(lambda: job.actions.filter(number=1).exists(), 30, "the action to be created")
+            action = job.actions.get(number=1)
+            wait_until(lambda: running_on(action, "steady"), 60, "the task to run")
+            server.kill()  # Redis is gone while the task runs and finishes
+            wait_until(lambda: (node_of(action) or WorkflowNode()).status == NodeStatus.OK, 30,
+                       "the worker to record the outcome without Redis")
+            assert CoordinatorAction.objects.get(pk=action.pk).status == ActionStatus.RUNNING  # its report waits
+            time.sleep(3)
+            server.start()  # back, and empty
+            wait_until(lambda: CoordinatorAction.objects.get(pk=action.pk).status == ActionStatus.SUCCEEDED, 60,
+                       "the action to succeed once Redis is back")
+            action.refresh_from_db()
+            node = node_of(action)
+            assert node is not None and node.attempt == 1 and action.error_message == ""
+            assert len(log.read_text().splitlines()) == 1
+            assert worker.process.poll() is None and beat.process.poll() is None, "worker and beat outlived Redis"
+    finally:
+        _point_celery_at(app, *old)
+        server.stop()
