@@ -51,7 +51,7 @@ class Plan:
     jobs: int = 20
     actions: int = 30
     concurrency: int = 2
-    action_seconds: float = 0.8
+    action_seconds: float = 1.2
     keys: int = 40
     per_key: int = 60
     keyed_seconds: float = 0.05

@@ -120,7 +120,7 @@ def test_up_starts_everything_and_stops_everything(tmp_path: Path) -> None:
         assert len(passwords) == 1, first.text()
         url, page = _admin_login(base, "admin", passwords[0])
         assert url.endswith("/admin/") and "Site administration" in page
-        assert set(first.children()) == {"redis", "web", "worker", "beat", "flower"}
+        assert set(first.children()) == {"redis", "web", "worker", "actions", "beat", "flower"}
         assert (tmp_path / "var" / "db.sqlite3").exists() and (tmp_path / "var" / "redis").is_dir()
     finally:
         if first.process.poll() is None:

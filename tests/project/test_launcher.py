@@ -4,6 +4,7 @@ children that die are restarted with backoff, also under a real `manage.py up`."
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -192,7 +193,8 @@ def test_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -> None:
         wait_until(lambda: launcher.children()["worker"] != worker, 30, "a new worker")
         assert "worker exited unexpectedly with signal 9 (SIGKILL)" in launcher.text()
         wait_until(lambda: not group_members(worker), 10, "the killed worker's pool to be gone")
-        wait_until(lambda: launcher.text().count(" ready.") >= 2, 60, "the new worker to be ready")
+        wait_until(lambda: len(re.findall(r"worker-\d+@\S+ ready\.", launcher.text())) >= 2, 60,
+                   "the new worker to be ready")
         worker = launcher.children()["worker"]
 
         client = redis.Redis.from_url(redis_url)

@@ -45,7 +45,7 @@ class Command(BaseCommand):
             "--concurrency",
             type=int,
             default=int(os.environ.get("WORKER_CONCURRENCY", "2")),
-            help="Celery worker processes (default 2)",
+            help="processes of the worker that runs actions' tasks (default 2)",
         )
         parser.add_argument("--no-flower", action="store_true", help="do not start Flower")
 
@@ -147,7 +147,7 @@ class Command(BaseCommand):
         return url
 
     def _start_services(self, supervisor: Supervisor, options: dict[str, Any], var_dir: Path) -> None:
-        """Web (gunicorn), one worker on every queue, beat, and Flower."""
+        """Web (gunicorn), a worker for commands and services and one for actions, beat, and Flower."""
         python = sys.executable
         bindir = Path(python).parent
         from project.celery import QUEUE_NAMES
@@ -165,16 +165,22 @@ class Command(BaseCommand):
                 "--no-control-socket",
             ],
         )
-        supervisor.start(
-            "worker",
-            [
-                python, "-m", "celery", "-A", "project", "worker",
-                "--loglevel", "INFO",
-                "--concurrency", str(options["concurrency"]),
-                "--queues", ",".join(QUEUE_NAMES),
-                "--hostname", f"worker-{os.getpid()}@%h",
-            ],
-        )
+        # Two pools: actions' tasks may run for hours and must never hold up the commands and
+        # services that keep every job moving (and that notice a lost worker).
+        for name, queues, concurrency in (
+            ("worker", [q for q in QUEUE_NAMES if q != "actions"], 2),
+            ("actions", ["actions"], options["concurrency"]),
+        ):
+            supervisor.start(
+                name,
+                [
+                    python, "-m", "celery", "-A", "project", "worker",
+                    "--loglevel", "INFO",
+                    "--concurrency", str(concurrency),
+                    "--queues", ",".join(queues),
+                    "--hostname", f"{name}-{os.getpid()}@%h",
+                ],
+            )
         supervisor.start(
             "beat",
             [
