@@ -89,13 +89,10 @@ class Launcher:
         return children
 
 
-def test_up_starts_everything_and_stops_everything(tmp_path: Path) -> None:
-    """`manage.py up`: first run prints the admin password once and serves everything; SIGTERM
-    and Ctrl-C (SIGINT) leave no process running; a second run reuses ./var and starts in seconds."""
+def up_environment(tmp_path: Path) -> tuple[dict[str, str], tuple[int, int, int]]:
+    """The environment of a `manage.py up` of its own (./var in tmp_path, free ports): env, (web, Flower, Redis) ports."""
     port, flower_port, redis_port = free_port(), free_port(), free_port()
-    env = dict(os.environ)
-    for name in ("REDIS_URL", "ADMIN_PASSWORD", "DATABASE_URL"):
-        env.pop(name, None)
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ADMIN_PASSWORD", "DATABASE_URL")}
     env.update(
         {
             "PORT": str(port),
@@ -104,6 +101,13 @@ def test_up_starts_everything_and_stops_everything(tmp_path: Path) -> None:
             "VAR_DIR": str(tmp_path / "var"),
         }
     )
+    return env, (port, flower_port, redis_port)
+
+
+def test_up_starts_everything_and_stops_everything(tmp_path: Path) -> None:
+    """`manage.py up`: first run prints the admin password once and serves everything; SIGTERM
+    and Ctrl-C (SIGINT) leave no process running; a second run reuses ./var and starts in seconds."""
+    env, (port, flower_port, redis_port) = up_environment(tmp_path)
     base = f"http://127.0.0.1:{port}"
     first = Launcher(env, tmp_path / "up-1.log")
     try:

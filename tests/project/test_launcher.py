@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from project.launcher import Child, Supervisor, free_port
+from project.launcher import Child, Supervisor
 from tests.support.processes import group_members, wait_until
 
 # A child that notes when SIGTERM reached it, lingers `delay` seconds, notes its exit, and exits.
@@ -166,20 +166,9 @@ def test_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -> None:
     from project.celery import app
     from project.tasks import healthcheck
     from tests.conftest import _point_celery_at
-    from tests.project.test_integration import Launcher, _get
+    from tests.project.test_integration import Launcher, _get, up_environment
 
-    port, flower_port, redis_port = free_port(), free_port(), free_port()
-    env = dict(os.environ)
-    for name in ("REDIS_URL", "ADMIN_PASSWORD", "DATABASE_URL"):
-        env.pop(name, None)
-    env.update(
-        {
-            "PORT": str(port),
-            "FLOWER_PORT": str(flower_port),
-            "EMBEDDED_REDIS_PORT": str(redis_port),
-            "VAR_DIR": str(tmp_path / "var"),
-        }
-    )
+    env, (port, _, redis_port) = up_environment(tmp_path)
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     old_broker, old_backend = app.conf.broker_url, app.conf.result_backend
     launcher = Launcher(env, tmp_path / "up.log")
