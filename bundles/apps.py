@@ -1,4 +1,4 @@
-"""App config: Bundles: groups of coordinators managed as one."""
+"""App config: bundles, groups of coordinators started, paused, suspended, resumed, killed and rerun as one."""
 
 from __future__ import annotations
 
@@ -9,3 +9,10 @@ class BundlesConfig(AppConfig):
     """Bundles: groups of coordinators managed as one."""
 
     name = "bundles"
+
+    def ready(self) -> None:
+        """Follow the status of every bundle's coordinators, in the transaction that changes it."""
+        from bundles.status import mirror_coordinator_status
+        from coordinators.signals import coordinator_status_changed
+
+        coordinator_status_changed.connect(mirror_coordinator_status, dispatch_uid="bundles.mirror")

@@ -86,10 +86,12 @@ class CoordinatorJob(models.Model):
     last_action_number = models.IntegerField(default=0)
     next_materialize_at = models.DateTimeField(null=True, blank=True, help_text="nominal time of the next action")
     done_materializing = models.BooleanField(default=False)
+    bundle_id = models.CharField(max_length=40, blank=True, db_index=True, help_text="the bundle that submitted it")
     created_at = models.DateTimeField(auto_now_add=True)
     last_modified = models.DateTimeField(auto_now=True)
 
     objects = CoordinatorJobQuerySet.as_manager()
+    _saved_status: str | None = None  # the status as loaded (see save())
 
     class Meta:
         indexes = [
@@ -117,16 +119,30 @@ class CoordinatorJob(models.Model):
         return f"{self.id} {self.app_name} [{self.status}]"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        """Partial saves still move the modification time."""
+        """Partial saves still move the modification time; a status change is announced in the same transaction."""
+        from coordinators.signals import coordinator_status_changed
+
         fields = kwargs.get("update_fields")
         if fields is not None:
             kwargs["update_fields"] = sorted(set(fields) | {"last_modified"})
-        super().save(*args, **kwargs)
+        previous = getattr(self, "_saved_status", None)
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if (fields is None or "status" in fields) and self.status != previous:
+                coordinator_status_changed.send(sender=CoordinatorJob, job=self, previous=previous)
+        self._saved_status = self.status
 
     def transition_to(self, target: str) -> None:
         """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
         check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
         self.status = target
+
+    @classmethod
+    def from_db(cls, *args: Any, **kwargs: Any) -> CoordinatorJob:
+        """Remember the status as loaded, so save() can tell a status change."""
+        job = super().from_db(*args, **kwargs)
+        job._saved_status = job.__dict__.get("status")
+        return job
 
 
 class CoordinatorAction(models.Model):

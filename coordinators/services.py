@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -55,26 +56,33 @@ def load_resolved(job: CoordinatorJob) -> ResolvedCoordinator:
     )
 
 
-def submit_coordinator(
+@dataclass(frozen=True)
+class PreparedCoordinator:
+    """A coordinator submission that passed every check: its resolved definition and the job's fields."""
+
+    resolved: ResolvedCoordinator
+    fields: dict[str, Any]
+
+
+def prepare_coordinator(
     definition: str | bytes,
     properties: Mapping[str, str],
     *,
     owner: Any,
     app_dir: str | None = None,
-    start: bool = True,
     trusted: bool = False,
-) -> CoordinatorJob:
-    """Validate, resolve and store a coordinator job (PREP); queue its start unless told not to.
+    includes: Mapping[str, str] | None = None,
+) -> PreparedCoordinator:
+    """Validate and resolve a coordinator submission without storing anything (DefinitionError if refused).
 
-    The owner is the authenticated caller, never `user.name` from the properties. A
-    definition that does not resolve, or whose action would need an unsupported launcher,
-    is refused with a DefinitionError and nothing is stored.
+    `includes`: the `<include>`d files as read earlier (a bundle's snapshot); otherwise they
+    are read now, under COORD_APPLICATION_ROOTS unless `trusted`.
     """
-    from coordinators.commands import CoordStartXCommand
-    from xcommands.queue import enqueue
-
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
-    loader, included = submission_loader(trusted=trusted)
+    if includes is None:
+        loader, included = submission_loader(trusted=trusted)
+    else:
+        loader, included = snapshot_loader(includes, include_loader), dict(includes)
     app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=loader)
     resolved = resolve_coordinator(
         app, properties, user=owner.get_username(), processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
@@ -105,13 +113,47 @@ def submit_coordinator(
         "throttle": resolved.throttle,
     }
     check_storable(fields, source=app.source)
+    return PreparedCoordinator(resolved=resolved, fields=fields)
+
+
+def store_coordinator(
+    prepared: PreparedCoordinator,
+    *,
+    owner: Any,
+    start: bool = True,
+    job_id: str | None = None,
+    **extra: Any,
+) -> CoordinatorJob:
+    """Store a prepared coordinator (PREP) in the caller's transaction; queue its start unless told not to."""
+    from coordinators.commands import CoordStartXCommand
+    from xcommands.queue import enqueue
+
     with transaction.atomic():
-        job = CoordinatorJob.objects.create(id=next_job_id(), owner=owner, **fields)
+        job = CoordinatorJob.objects.create(id=job_id or next_job_id(), owner=owner, **prepared.fields, **extra)
         if start:
             job.pending = True
             job.save(update_fields=["pending"])
             enqueue(CoordStartXCommand(job_id=job.id))
     return job
+
+
+def submit_coordinator(
+    definition: str | bytes,
+    properties: Mapping[str, str],
+    *,
+    owner: Any,
+    app_dir: str | None = None,
+    start: bool = True,
+    trusted: bool = False,
+) -> CoordinatorJob:
+    """Validate, resolve and store a coordinator job (PREP); queue its start unless told not to.
+
+    The owner is the authenticated caller, never `user.name` from the properties. A
+    definition that does not resolve, or whose action would need an unsupported launcher,
+    is refused with a DefinitionError and nothing is stored.
+    """
+    prepared = prepare_coordinator(definition, properties, owner=owner, app_dir=app_dir, trusted=trusted)
+    return store_coordinator(prepared, owner=owner, start=start)
 
 
 def check_storable(fields: Mapping[str, Any], *, source: str) -> None:

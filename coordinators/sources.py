@@ -98,26 +98,33 @@ def snapshot_loader(snapshot: Mapping[str, str], fallback: Callable[[], Loader])
     return load
 
 
-def read_application(app_path: str, *, trusted: bool = False) -> tuple[str, str]:
-    """The coordinator XML named by oozie.coord.application.path, and its directory (DefinitionError if refused).
+def read_application(
+    app_path: str,
+    *,
+    trusted: bool = False,
+    filename: str = "coordinator.xml",
+    what: str = "coordinator application",
+    prop: str = APP_PATH_PROPERTY,
+) -> tuple[str, str]:
+    """The XML named by an application path property, and its directory (DefinitionError if refused).
 
     A local path, `file://` or another allowed URI under the application roots; a directory
-    means its coordinator.xml.
+    means its `filename` (coordinator.xml, or bundle.xml for bundles).
     """
     import fsspec
 
-    check_readable(app_path, APP_PATH_PROPERTY, trusted=trusted)
+    check_readable(app_path, prop, trusted=trusted)
     try:
         fs, path = fsspec.core.url_to_fs(app_path)
         if fs.isdir(path):
-            path = path.rstrip("/") + "/coordinator.xml"
+            path = path.rstrip("/") + "/" + filename
         size = fs.size(path)
         if size is not None and size > MAX_FILE_BYTES:
             raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
         with fs.open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except (OSError, ValueError, ImportError) as exc:
-        raise DefinitionError(f"cannot read the coordinator application {app_path}: {exc}", source=app_path) from None
+        raise DefinitionError(f"cannot read the {what} {app_path}: {exc}", source=app_path) from None
     if len(data) > MAX_FILE_BYTES:
         raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
     protocol, _ = _split(app_path)

@@ -239,6 +239,11 @@ CELERY_BEAT_SCHEDULE = {
         }
         for name in ("pause_times", "timeouts", "job_statuses", "recovery")
     },
+    "bundle-services": {
+        "task": "statusservice.bundles",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+    },
     "coordinator-sla-checks": {
         "task": "statusservice.sla_checks",
         "schedule": float(STATUS_SERVICE_SECONDS),

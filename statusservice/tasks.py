@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from statusservice import coordinators
+from statusservice import bundles, coordinators
 
 
 @shared_task(name="statusservice.materialization_trigger", ignore_result=True)
@@ -46,3 +46,10 @@ def recovery() -> int:
     """Recover lost work: launch reports from task states, relaunches, READY actions nobody started."""
     now = timezone.now()
     return coordinators.recover_launches(now) + coordinators.stuck_ready(now)
+
+
+@shared_task(name="statusservice.bundles", ignore_result=True)
+def bundle_services() -> dict[str, int]:
+    """Bundles: start those whose kick-off time came, pause and unpause, derive statuses from coordinators."""
+    now = timezone.now()
+    return {"kicked_off": bundles.kickoffs(now), "paused": bundles.pause_times(now), "derived": bundles.statuses(now)}

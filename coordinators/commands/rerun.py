@@ -38,6 +38,10 @@ class RerunRefused(ValueError):  # noqa: N818 - reads as the outcome
     """A rerun request that cannot be carried out (bad scope, missing or unfinished actions)."""
 
 
+class NothingToRerun(RerunRefused):
+    """No action of the job falls in the dates named (a bundle rerun skips such coordinators)."""
+
+
 def _numbers(scope: str) -> list[tuple[int, int]]:
     """`1, 3-4, 7-40` as inclusive ranges."""
     ranges = []
@@ -101,7 +105,7 @@ def select_actions(job: CoordinatorJob, rerun_type: str, scope: str, *, failed: 
             if moment not in nominals:
                 raise RerunRefused(f"no action of {job.id} has the nominal time {format_datetime(moment)}")
         if not chosen:
-            raise RerunRefused(f"no action of {job.id} falls in -date {scope}")
+            raise NothingToRerun(f"no action of {job.id} falls in -date {scope}")
     for action in chosen:
         if action.status not in ACTION_RERUNNABLE:
             raise RerunRefused(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from lxml import etree
 
@@ -186,7 +187,17 @@ def parse_coordinator(
     return app
 
 
-def merge_parameters(app: CoordinatorApp, job_properties: Mapping[str, str]) -> dict[str, str]:
+class HasParameters(Protocol):
+    """An application with `<parameters>` (coordinators 0.4+, bundles 0.2)."""
+
+    @property
+    def parameters(self) -> tuple[Parameter, ...]: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+def merge_parameters(app: HasParameters, job_properties: Mapping[str, str]) -> dict[str, str]:
     """Job properties with `<parameters>` defaults filled in; raises MissingParameterError naming every missing one."""
     merged = dict(job_properties)
     missing: list[str] = []

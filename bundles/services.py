@@ -1,0 +1,253 @@
+"""Domain actions on bundle jobs (what views, the CLI and the admin call).
+
+Submission is synchronous and complete or nothing: the bundle XML, every variable, and every
+enabled coordinator's application (read now, validated with the bundle's properties under its
+own configuration) must pass, or nothing is stored. What was read is stored with the bundle,
+so a bundle that starts later submits exactly what was accepted. Verbs are checked here
+(permission, status) and queued as commands on the bundle's key, which check again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from bundles.choices import BundleStatus
+from bundles.definitions import parse_bundle, resolve_bundle, run_configuration
+from bundles.models import JOB_ID_SUFFIX, BundleJob
+from coordinators.choices import IllegalTransition
+from coordinators.definitions import DefinitionError
+from coordinators.models import CoordinatorAction
+from coordinators.permissions import check_modify
+from coordinators.services import check_storable, prepare_coordinator
+from coordinators.sources import read_application
+from xcommands.base import XCommand
+from xcommands.queue import enqueue
+
+BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
+EXTERNAL_ID_PROPERTY = "oozie.bundle.external.id"
+MAX_EXTERNAL_ID = 255
+
+
+def _coordinator_error(name: str, exc: DefinitionError) -> DefinitionError:
+    """A coordinator's refusal, one line, naming the coordinator."""
+    reason = " ".join(str(exc.reason).split())
+    return DefinitionError(f"coordinator {name!r}: {reason}", source=exc.source, line=exc.line, element=exc.element)
+
+
+def prepare_bundle(
+    definition: str | bytes, properties: Mapping[str, str], *, owner: Any, trusted: bool = False,
+) -> tuple[Any, dict[str, dict[str, Any]], dict[str, Any]]:
+    """Validate a bundle and each enabled coordinator; (resolved bundle, snapshots, per-coordinator prepared)."""
+    text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
+    resolved = resolve_bundle(parse_bundle(text, "bundle.xml"), properties)
+    snapshots: dict[str, dict[str, Any]] = {}
+    prepared: dict[str, Any] = {}
+    for coordinator in resolved.enabled:
+        try:
+            app_text, app_dir = read_application(coordinator.app_path, trusted=trusted)
+            configuration = run_configuration(resolved, coordinator, user=owner.get_username())
+            prepared[coordinator.name] = prepare_coordinator(
+                app_text, configuration, owner=owner, app_dir=app_dir, trusted=trusted
+            )
+        except DefinitionError as exc:
+            raise _coordinator_error(coordinator.name, exc) from None
+        snapshots[coordinator.name] = {
+            "definition": app_text, "app_dir": app_dir, "includes": prepared[coordinator.name].fields["includes"],
+        }
+    return resolved, snapshots, prepared
+
+
+def submit_bundle(
+    definition: str | bytes,
+    properties: Mapping[str, str],
+    *,
+    owner: Any,
+    app_path: str = "",
+    start: bool = True,
+    trusted: bool = False,
+    external_id: str = "",
+) -> BundleJob:
+    """Validate and store a bundle (PREP); queue its start now unless its kick-off time is later or `start` is false.
+
+    With an external id (`oozie.bundle.external.id`), the same owner submitting it again gets
+    the bundle stored the first time back, not a second bundle.
+    """
+    external_id = (external_id or properties.get(EXTERNAL_ID_PROPERTY, "")).strip()
+    if len(external_id) > MAX_EXTERNAL_ID:
+        raise DefinitionError(f"the external id is longer than {MAX_EXTERNAL_ID} characters", source="configuration")
+    if external_id:
+        existing = BundleJob.objects.filter(owner=owner, external_id=external_id).first()
+        if existing is not None:
+            return existing
+    text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
+    resolved, snapshots, _ = prepare_bundle(text, properties, owner=owner, trusted=trusted)
+    fields: dict[str, Any] = {
+        "app_name": resolved.name,
+        "app_path": app_path,
+        "definition": text,
+        "applications": snapshots,
+        "configuration": dict(resolved.properties),
+        "acl": properties.get("oozie.job.acl", ""),
+        "external_id": external_id,
+        "kick_off_time": resolved.kick_off_time,
+    }
+    check_bundle_storable(fields)
+    now = timezone.now()
+    starts_now = start and (resolved.kick_off_time is None or resolved.kick_off_time <= now)
+    try:
+        with transaction.atomic():
+            from coordinators.models import next_job_id
+
+            bundle = BundleJob.objects.create(id=next_job_id(JOB_ID_SUFFIX), owner=owner, pending=starts_now, **fields)
+            if starts_now:
+                from bundles.commands import BundleStartXCommand
+
+                enqueue(BundleStartXCommand(bundle_id=bundle.id))
+    except IntegrityError:
+        if external_id:  # the same external id submitted twice at once: the first one stored wins
+            existing = BundleJob.objects.filter(owner=owner, external_id=external_id).first()
+            if existing is not None:
+                return existing
+        raise
+    return bundle
+
+
+def check_bundle_storable(fields: Mapping[str, Any]) -> None:
+    """DefinitionError for a bundle value no column holds (too long, NUL, lone surrogate)."""
+    for name in ("app_name", "app_path", "acl", "external_id"):
+        limit = getattr(BundleJob._meta.get_field(name), "max_length", None) or 0
+        value = fields[name]
+        if len(value) > limit:
+            raise DefinitionError(f"{name} is {len(value)} characters long; at most {limit}", source="bundle.xml")
+    check_storable({"configuration": fields["configuration"]}, source="configuration")
+
+
+def read_bundle(properties: Mapping[str, str], *, trusted: bool = False) -> tuple[str, str]:
+    """The bundle XML named by oozie.bundle.application.path (a directory means its bundle.xml), and that path."""
+    app_path = properties.get(BUNDLE_PATH_PROPERTY, "").strip()
+    if not app_path:
+        raise DefinitionError(f"{BUNDLE_PATH_PROPERTY} is not set", source="configuration")
+    text, _ = read_application(
+        app_path, trusted=trusted, filename="bundle.xml", what="bundle application", prop=BUNDLE_PATH_PROPERTY
+    )
+    return text, app_path
+
+
+def submit_bundle_from_properties(
+    properties: Mapping[str, str], *, owner: Any, start: bool = True, trusted: bool = False
+) -> BundleJob:
+    """Submit the bundle named by oozie.bundle.application.path with these properties."""
+    text, app_path = read_bundle(properties, trusted=trusted)
+    return submit_bundle(text, properties, owner=owner, app_path=app_path, start=start, trusted=trusted)
+
+
+def dryrun_bundle(
+    definition: str | bytes | None,
+    properties: Mapping[str, str],
+    *,
+    owner: Any,
+    now: datetime,
+    max_actions: int = 10,
+    trusted: bool = False,
+) -> dict[str, Any]:
+    """What a bundle would start, nothing stored: each coordinator's resolved configuration and first actions."""
+    from coordinators.plan import iter_action_plans
+
+    if max_actions < 1:
+        raise ValueError("max_actions must be at least 1")
+    if definition is None:
+        definition, _ = read_bundle(properties, trusted=trusted)
+    resolved, _, prepared = prepare_bundle(definition, properties, owner=owner, trusted=trusted)
+    coordinators = []
+    for coordinator in resolved.coordinators:
+        entry: dict[str, Any] = {
+            "name": coordinator.name, "app_path": coordinator.app_path, "critical": coordinator.critical,
+            "enabled": coordinator.enabled,
+            "configuration": run_configuration(resolved, coordinator, user=owner.get_username()),
+            "actions": [],
+        }
+        if coordinator.enabled:
+            plans = iter_action_plans(prepared[coordinator.name].resolved, now=now, max_actions=max_actions)
+            entry["actions"] = [plan.as_json() for plan in plans]
+        coordinators.append(entry)
+    return {
+        "name": resolved.name,
+        "kick_off_time": resolved.kick_off_time.isoformat() if resolved.kick_off_time else None,
+        "coordinators": coordinators,
+    }
+
+
+def _locked(bundle_id: str, actor: Any) -> BundleJob:
+    bundle = BundleJob.objects.select_for_update().get(pk=bundle_id)
+    check_modify(actor, bundle)
+    return bundle
+
+
+def start_bundle(bundle_id: str, *, actor: Any) -> BundleJob:
+    """Queue the start of a PREP bundle now, whatever its kick-off time (a user START)."""
+    from bundles.commands import BundleStartXCommand
+
+    with transaction.atomic():
+        bundle = _locked(bundle_id, actor)
+        if bundle.status != BundleStatus.PREP or bundle.pending:
+            raise IllegalTransition(f"cannot start bundle job {bundle.id}: it is {bundle.status}")
+        bundle.pending = True
+        bundle.save(update_fields=["pending"])
+        enqueue(BundleStartXCommand(bundle_id=bundle_id))
+    return bundle
+
+
+def control_bundle(bundle_id: str, verb: str, *, actor: Any) -> BundleJob:
+    """Queue kill, suspend or resume; refused at once when the bundle's status does not allow it."""
+    from bundles.commands import BundleKillXCommand, BundleResumeXCommand, BundleSuspendXCommand
+    from bundles.commands.control import check_verb
+
+    commands: dict[str, Callable[..., XCommand]] = {
+        "kill": BundleKillXCommand, "suspend": BundleSuspendXCommand, "resume": BundleResumeXCommand,
+    }
+    if verb not in commands:
+        raise ValueError(f"unknown verb {verb!r}; use {', '.join(commands)}")
+    with transaction.atomic():
+        bundle = _locked(bundle_id, actor)
+        check_verb(bundle.status, verb, bundle.id)
+        enqueue(commands[verb](bundle_id=bundle_id))
+    return bundle
+
+
+def change_bundle(bundle_id: str, value: str, *, actor: Any) -> BundleJob:
+    """Queue a change of endtime and/or pausetime (`endtime=...;pausetime=`); bad values refused at once."""
+    from bundles.commands import BundleChangeXCommand
+    from bundles.commands.change import check_bundle_change
+
+    with transaction.atomic():
+        bundle = _locked(bundle_id, actor)
+        check_bundle_change(bundle, value, timezone.now())
+        enqueue(BundleChangeXCommand(bundle_id=bundle_id, value=value))
+    return bundle
+
+
+def rerun_bundle(
+    bundle_id: str,
+    *,
+    actor: Any,
+    coordinators: str | None = None,
+    dates: str | None = None,
+    refresh: bool = False,
+    nocleanup: bool = False,
+) -> dict[str, list[CoordinatorAction]]:
+    """Queue a rerun of named coordinators (all when absent) in date ranges; the actions that will rerun, by coordinator."""
+    from bundles.commands import BundleRerunXCommand
+    from bundles.commands.rerun import plan_rerun
+
+    with transaction.atomic():
+        bundle = _locked(bundle_id, actor)
+        plan = plan_rerun(bundle, coordinators, dates)
+        enqueue(BundleRerunXCommand(
+            bundle_id=bundle_id, coordinators=coordinators or "", dates=dates or "", refresh=refresh, nocleanup=nocleanup,
+        ))
+    return {name: actions for name, (_, actions) in plan.items()}
