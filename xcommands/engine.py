@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from xcommands import sql
+from xcommands import failpoints, sql
 from xcommands.base import registered_command
 from xcommands.choices import CommandStatus
 from xcommands.errors import FencedOut, PreconditionFailed, UnknownCommand
@@ -244,6 +244,7 @@ def _execute(claim: Claim) -> str:
 def _run_and_finish(claim: Claim, command: Any, finish_atomically: bool = False) -> str:
     try:
         result = command.run()
+        failpoints.hit(f"{claim.name}:before-commit")
     except PreconditionFailed as skipped:
         log.info("%s #%s [%s] skipped: %s", claim.name, claim.command_id, claim.key, skipped)
         if finish_atomically:
