@@ -137,6 +137,11 @@ class CoordinatorJob(models.Model):
         check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
         self.status = target
 
+    def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
+        """Reload, and take the reloaded status as the one to compare the next save() with."""
+        super().refresh_from_db(*args, **kwargs)
+        self._saved_status = self.__dict__.get("status")
+
     @classmethod
     def from_db(cls, *args: Any, **kwargs: Any) -> CoordinatorJob:
         """Remember the status as loaded, so save() can tell a status change."""

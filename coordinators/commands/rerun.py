@@ -39,7 +39,7 @@ class RerunRefused(ValueError):  # noqa: N818 - reads as the outcome
 
 
 class NothingToRerun(RerunRefused):
-    """No action of the job falls in the dates named (a bundle rerun skips such coordinators)."""
+    """No action of the job falls in (or at) the dates named (a bundle rerun passes such coordinators over)."""
 
 
 def _numbers(scope: str) -> list[tuple[int, int]]:
@@ -103,7 +103,7 @@ def select_actions(job: CoordinatorJob, rerun_type: str, scope: str, *, failed: 
         nominals = {a.nominal_time for a in chosen}
         for moment in singles:
             if moment not in nominals:
-                raise RerunRefused(f"no action of {job.id} has the nominal time {format_datetime(moment)}")
+                raise NothingToRerun(f"no action of {job.id} has the nominal time {format_datetime(moment)}")
         if not chosen:
             raise NothingToRerun(f"no action of {job.id} falls in -date {scope}")
     for action in chosen:

@@ -1,0 +1,80 @@
+"""The bundle's status from its coordinators (derive_status), and the mirror kept in the coordinator's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.db import transaction
+
+from bundles.choices import BundleStatus as B
+from bundles.models import BundleAction, BundleJob
+from bundles.status import derive_status
+from coordinators.choices import JobStatus as J
+from tests.bundles.conftest import settle
+
+
+@pytest.mark.parametrize(
+    ("current", "children", "pending", "expected"),
+    [
+        pytest.param(B.RUNNING, [J.RUNNING, J.RUNNING], False, B.RUNNING, id="all-running"),
+        pytest.param(B.RUNNING, [J.RUNNING, J.RUNNINGWITHERROR], False, B.RUNNINGWITHERROR, id="a-child-with-error"),
+        pytest.param(B.RUNNING, [J.RUNNING, J.FAILED], False, B.RUNNINGWITHERROR, id="a-child-failed"),
+        pytest.param(B.RUNNINGWITHERROR, [J.RUNNING, J.RUNNING], False, B.RUNNING, id="errors-rerun-away"),
+        pytest.param(B.RUNNING, [J.SUCCEEDED, J.SUCCEEDED], False, B.SUCCEEDED, id="all-succeeded"),
+        pytest.param(B.RUNNING, [J.SUCCEEDED, J.SUCCEEDED], True, B.RUNNING, id="ended-but-a-verb-pending"),
+        pytest.param(B.RUNNING, [J.KILLED, J.KILLED], False, B.KILLED, id="all-killed"),
+        pytest.param(B.RUNNING, [J.FAILED, J.FAILED], False, B.FAILED, id="all-failed"),
+        pytest.param(B.RUNNINGWITHERROR, [J.SUCCEEDED, J.FAILED], False, B.DONEWITHERROR, id="mixed-ends"),
+        pytest.param(B.RUNNING, [J.SUCCEEDED, J.DONEWITHERROR], False, B.DONEWITHERROR, id="a-child-done-with-error"),
+        pytest.param(B.RUNNING, [J.SUCCEEDED, J.IGNORED], False, B.SUCCEEDED, id="ignored-children-do-not-count"),
+        pytest.param(B.SUSPENDED, [J.SUSPENDED, J.RUNNING], True, B.SUSPENDED, id="suspended-stays"),
+        pytest.param(B.SUSPENDED, [J.SUSPENDED, J.FAILED], False, B.SUSPENDEDWITHERROR, id="suspended-with-error"),
+        pytest.param(B.PAUSED, [J.RUNNING, J.RUNNING], False, B.PAUSED, id="paused-stays"),
+        pytest.param(B.PAUSED, [J.PAUSED, J.KILLED], False, B.PAUSEDWITHERROR, id="paused-with-error"),
+        pytest.param(B.RUNNING, [J.PAUSED, J.PAUSED], False, B.PAUSED, id="bottom-up-paused"),
+        pytest.param(B.RUNNING, [J.PAUSED, J.PAUSEDWITHERROR], False, B.PAUSEDWITHERROR, id="bottom-up-paused-with-error"),
+        pytest.param(B.RUNNING, [J.SUSPENDED, J.SUCCEEDED], False, B.SUSPENDED, id="bottom-up-suspended"),
+        pytest.param(B.RUNNING, [J.SUSPENDED, J.FAILED], False, B.SUSPENDEDWITHERROR, id="bottom-up-suspended-with-error"),
+        pytest.param(B.RUNNING, [J.SUSPENDED, J.RUNNING], False, B.RUNNING, id="one-suspended-one-running"),
+        pytest.param(B.KILLED, [J.RUNNING], True, None, id="killed-is-final"),
+        pytest.param(B.FAILED, [J.SUCCEEDED], False, None, id="failed-is-final"),
+        pytest.param(B.PREP, [], False, None, id="prep-has-no-children"),
+    ],
+)
+def test_the_bundle_status_follows_its_coordinators(current: str, children: list[str], pending: bool, expected: str | None) -> None:
+    """Oozie's BundleStatusTransit rules, case by case."""
+    assert derive_status(current, children, pending=pending) == expected
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("in_process_engine")
+def test_the_mirror_changes_with_the_coordinator_or_not_at_all(make_bundle: Callable[..., BundleJob]) -> None:
+    """A coordinator's status change and its bundle action's commit together: a rollback undoes both."""
+    bundle = make_bundle()
+    action = bundle.actions.select_related("coord_job").get(coord_name="hourly")
+    job = action.coord_job
+    assert job is not None
+    with pytest.raises(RuntimeError), transaction.atomic():
+        job.transition_to(J.SUSPENDED)
+        job.save(update_fields=["status"])
+        assert BundleAction.objects.get(pk=action.pk).status == J.SUSPENDED  # seen inside the transaction
+        raise RuntimeError("the worker dies before the commit")
+    assert BundleAction.objects.get(pk=action.pk).status == J.RUNNING
+    job.refresh_from_db()
+    job.transition_to(J.SUSPENDED)
+    job.save(update_fields=["status"])
+    mirrored = BundleAction.objects.get(pk=action.pk)
+    assert (mirrored.status, mirrored.dirty) == (J.SUSPENDED, True)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("in_process_engine")
+def test_a_mirror_that_disagrees_is_repaired_by_the_status_service(make_bundle: Callable[..., BundleJob]) -> None:
+    """Should a bundle action ever disagree with its coordinator, the status service notices and repairs it."""
+    bundle = make_bundle()
+    BundleAction.objects.filter(bundle=bundle).update(status=J.SUSPENDED, dirty=False)  # written behind our back
+    settle()
+    assert set(BundleAction.objects.filter(bundle=bundle).values_list("status", "dirty")) == {(J.RUNNING, False)}
+    bundle.refresh_from_db()
+    assert bundle.status == B.RUNNING
