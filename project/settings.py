@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "project",
     "xcommands",
     "workflows",
+    "operations",
     "datasets",
     "coordinators",
     "oozieapi",
@@ -238,6 +239,11 @@ CELERY_BEAT_SCHEDULE = {
             "options": {"expires": float(STATUS_SERVICE_SECONDS)},
         }
         for name in ("pause_times", "timeouts", "job_statuses", "recovery")
+    },
+    "operation-services": {
+        "task": "statusservice.operations",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
     },
     "bundle-services": {
         "task": "statusservice.bundles",

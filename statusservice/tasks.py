@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from statusservice import bundles, coordinators
+from statusservice import bundles, coordinators, operations
 
 
 @shared_task(name="statusservice.materialization_trigger", ignore_result=True)
@@ -53,3 +53,9 @@ def bundle_services() -> dict[str, int]:
     """Bundles: start those whose kick-off time came, pause and unpause, derive statuses from coordinators."""
     now = timezone.now()
     return {"kicked_off": bundles.kickoffs(now), "paused": bundles.pause_times(now), "derived": bundles.statuses(now)}
+
+
+@shared_task(name="statusservice.operations", ignore_result=True)
+def operation_services() -> int:
+    """Operations: complete those whose jobs all ended but whose completion was lost."""
+    return operations.lost_completions(timezone.now())

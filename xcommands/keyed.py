@@ -13,6 +13,9 @@ from xcommands.errors import PermanentError
 from xcommands.models import Command
 from xcommands.queue import enqueue
 
+#: Keys the service itself uses (completions of operations run under `operation:<target>`).
+RESERVED_KEY_PREFIXES = ("operation:",)
+
 
 class TaskNotAllowed(ValueError):  # noqa: N818
     """The task name is unknown, or not allowed for keyed jobs."""
@@ -90,6 +93,8 @@ def enqueue_job(
     owner_id: int | None = None,
 ) -> Command:
     """Queue a Celery task under a key: one at a time per key, FIFO, with retries and rollback."""
+    if key.startswith(RESERVED_KEY_PREFIXES):
+        raise TaskNotAllowed(f"key {key[:60]!r}: keys starting with {', '.join(RESERVED_KEY_PREFIXES)} are reserved")
     check_task_allowed(task_name)
     if rollback_task:
         check_task_allowed(rollback_task)

@@ -1,0 +1,110 @@
+"""Starting and cancelling operations, and what they look like while they run.
+
+`start_operation` records the operation, its jobs and each job's command in one transaction,
+under the target's row lock: the check "nothing incompatible runs on this target" and the
+insert cannot interleave with another start, so two incompatible starts never both pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
+from operations.commands import (
+    OperationJobCancelXCommand,
+    OperationJobXCommand,
+    failed_jobs,
+    job_counts,
+)
+from operations.models import Operation, OperationJob, OperationTarget
+from operations.registry import operation_type
+from xcommands.queue import enqueue_many
+
+MAX_PARTITION = 255
+
+
+class OperationConflict(Exception):  # noqa: N818 - reads as the condition
+    """An incompatible operation runs on the target (409 in the APIs), naming it."""
+
+    def __init__(self, running: Operation, wanted: str) -> None:
+        self.running = running
+        super().__init__(
+            f"operation {running.pk} ({running.type}, started {running.created_at:%Y-%m-%dT%H:%M:%SZ}) is running on "
+            f"{running.target}; {wanted} cannot run beside it"
+        )
+
+
+def _lock_target(target: str) -> None:
+    """Create the target's row if needed and lock it to the end of the transaction."""
+    table = OperationTarget._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (name) VALUES (%s) ON CONFLICT (name) DO UPDATE SET name = excluded.name "  # noqa: S608
+            "RETURNING id",
+            [target],
+        )
+
+
+def start_operation(
+    type_name: str, target: str, arg: Any, partitions: Sequence[str], *, started_by: Any = None,
+) -> Operation:
+    """Record the operation and its jobs and queue each job on its partition's key, atomically.
+
+    Raises OperationConflict when an operation of an incompatible type runs on the target,
+    ValueError for an unknown type or bad partitions.
+    """
+    kind = operation_type(type_name)
+    if not target or len(target) > 255:
+        raise ValueError("an operation's target must be 1 to 255 characters")
+    unique = list(dict.fromkeys(partitions))
+    if not unique:
+        raise ValueError("an operation needs at least one partition")
+    if any(not p or len(p) > MAX_PARTITION for p in unique):
+        raise ValueError(f"partitions must be 1 to {MAX_PARTITION} characters")
+    with transaction.atomic():
+        _lock_target(target)
+        for running in Operation.objects.filter(target=target, status=OperationStatus.RUNNING).order_by("pk"):
+            if not kind.compatible(operation_type(running.type)):
+                raise OperationConflict(running, type_name)
+        operation = Operation.objects.create(type=type_name, target=target, arg=arg, started_by=started_by)
+        OperationJob.objects.bulk_create(OperationJob(operation=operation, partition=p) for p in unique)
+        commands = [OperationJobXCommand(operation_id=operation.pk, partition=p) for p in unique]
+        rows = enqueue_many(commands)
+        if kind.max_retries != OperationJobXCommand.max_retries:
+            from xcommands.models import Command
+
+            Command.objects.filter(pk__in=[row.pk for row in rows]).update(max_retries=kind.max_retries)
+    return operation
+
+
+def cancel_operation(operation_id: int) -> Operation:
+    """Cancel a running operation: unfinished jobs CANCELLED and cleaned up; a finished one is refused (ValueError)."""
+    now = timezone.now()
+    with transaction.atomic():
+        operation = Operation.objects.select_for_update().get(pk=operation_id)
+        if operation.status != OperationStatus.RUNNING:
+            raise ValueError(f"operation {operation_id} is {operation.status}; only a running one can be cancelled")
+        unfinished = list(operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).values_list("partition", flat=True))
+        operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).update(status=JobStatus.CANCELLED, finished_at=now)
+        operation.status = OperationStatus.CANCELLED
+        operation.finished_at = now
+        operation.result = {"counts": job_counts(operation), "failed": failed_jobs(operation), "result": None}
+        operation.save(update_fields=["status", "finished_at", "result"])
+        enqueue_many([OperationJobCancelXCommand(operation_id=operation.pk, partition=p) for p in unfinished])
+    return operation
+
+
+def progress(operation: Operation) -> dict[str, Any]:
+    """Jobs by status (done, failed, running, waiting) and the failures so far."""
+    counts = job_counts(operation)
+    total = sum(counts.values())
+    return {
+        "total": total,
+        "counts": counts,
+        "done": total - sum(counts.get(s, 0) for s in JOB_UNFINISHED),
+        "failed": failed_jobs(operation),
+    }
