@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
@@ -23,6 +23,7 @@ class JobContext:
         self.progress: dict[str, Any] = dict(job.progress or {})
         self.attempt = job.attempts
         self.completed = False
+        self.written: bool | None = None
 
     def _still_open(self) -> Any:
         return OperationJob.objects.filter(
@@ -43,25 +44,48 @@ class JobContext:
     def mark_complete(self, success: bool, error: str = "") -> bool:
         """Write the job's outcome if the operation runs and the job has none yet; a second write is a no-op.
 
-        The last job to end queues the operation's completion (on the target's key). Returns
-        whether this call wrote the outcome.
+        The job whose outcome makes the operation's `remaining` count 0 queues the completion
+        (on the target's key): the count is decremented under the operation's row lock, so
+        exactly one job sees 0, however many end at once. Returns whether this call wrote
+        the outcome.
         """
         from operations.commands import OperationCompleteXCommand
         from xcommands.queue import enqueue
 
         self.completed = True
-        now = timezone.now()
-        with transaction.atomic():
-            # The operation's row lock orders the outcomes of its jobs: whoever writes the last
-            # one sees every other outcome committed, so exactly someone queues the completion.
-            Operation.objects.select_for_update().filter(pk=self.operation.pk).first()
-            written = self._still_open().update(
-                status=JobStatus.SUCCEEDED if success else JobStatus.FAILED, error=error[:8000], finished_at=now,
-            )
-            if not written:
-                log.info("operation %s job %s: outcome already written; %s ignored", self.operation.pk,
-                         self.job.partition, "success" if success else "failure")
-                return False
-            if not OperationJob.objects.filter(operation_id=self.operation.pk, status__in=sorted(JOB_UNFINISHED)).exists():
-                enqueue(OperationCompleteXCommand(operation_id=self.operation.pk, target=self.operation.target))
+        try:
+            with transaction.atomic():
+                written = OperationJob.objects.filter(pk=self.job.pk, status__in=sorted(JOB_UNFINISHED)).update(
+                    status=JobStatus.SUCCEEDED if success else JobStatus.FAILED, error=error[:8000],
+                    finished_at=timezone.now(), attempts=self.job.attempts, progress=self.progress,
+                )
+                if not written:
+                    raise _NotWritten("the job has its outcome already")
+                remaining = _count_down(self.operation.pk)
+                if remaining is None:
+                    raise _NotWritten(f"operation {self.operation.pk} is no longer running")
+                if remaining == 0:
+                    enqueue(OperationCompleteXCommand(operation_id=self.operation.pk, target=self.operation.target))
+        except _NotWritten as reason:
+            log.info("operation %s job %s: %s; %s ignored", self.operation.pk, self.job.partition, reason,
+                     "success" if success else "failure")
+            self.written = False
+            return False
+        self.written = True
         return True
+
+
+class _NotWritten(Exception):  # noqa: N818
+    """Rolls back a job's outcome that must not be written (savepoint)."""
+
+
+def _count_down(operation_id: int) -> int | None:
+    """Decrement a running operation's remaining jobs (locking its row); the new count, None if it is not running."""
+    table = Operation._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET remaining = remaining - 1 WHERE id = %s AND status = %s RETURNING remaining",  # noqa: S608
+            [operation_id, OperationStatus.RUNNING],
+        )
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])

@@ -41,6 +41,7 @@ class Operation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="what the completion returned, with the job counts")
+    remaining = models.IntegerField(default=0, help_text="jobs without an outcome yet; the one that makes it 0 completes")
 
     class Meta:
         indexes = [
@@ -66,7 +67,8 @@ class OperationJob(models.Model):
     """One partition's job of an operation: its outcome (once), progress, attempts, error."""
 
     operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="jobs")
-    partition = models.CharField(max_length=255, help_text="the partition, also the command key the job runs under")
+    partition = models.CharField(max_length=255, help_text="the partition the job works on (unique in its operation)")
+    key = models.CharField(max_length=255, help_text="the command key its attempts run under (the partition by default)")
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.ABSENT)
     progress = models.JSONField(default=dict, blank=True)
     attempts = models.IntegerField(default=0)

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.commands import (
+    JOBS_PER_COMMAND,
     OperationJobCancelXCommand,
     OperationJobXCommand,
     failed_jobs,
@@ -50,29 +51,40 @@ def _lock_target(target: str) -> None:
 
 
 def start_operation(
-    type_name: str, target: str, arg: Any, partitions: Sequence[str], *, started_by: Any = None,
+    type_name: str, target: str, arg: Any, partitions: Sequence[str | tuple[str, str]], *, started_by: Any = None,
 ) -> Operation:
-    """Record the operation and its jobs and queue each job on its partition's key, atomically.
+    """Record the operation and its jobs and queue each job on its key, atomically.
 
-    Raises OperationConflict when an operation of an incompatible type runs on the target,
-    ValueError for an unknown type or bad partitions.
+    `partitions` are partition names (each job runs under its partition's key) or
+    (partition, key) pairs (several partitions' jobs sharing keys). Raises OperationConflict
+    when an operation of an incompatible type runs on the target, ValueError for an unknown
+    type or bad partitions.
     """
     kind = operation_type(type_name)
     if not target or len(target) > 255:
         raise ValueError("an operation's target must be 1 to 255 characters")
-    unique = list(dict.fromkeys(partitions))
+    pairs = [(p, p) if isinstance(p, str) else (p[0], p[1]) for p in partitions]
+    unique = list(dict(pairs).items())
     if not unique:
         raise ValueError("an operation needs at least one partition")
-    if any(not p or len(p) > MAX_PARTITION for p in unique):
-        raise ValueError(f"partitions must be 1 to {MAX_PARTITION} characters")
+    if any(not value or len(value) > MAX_PARTITION for pair in unique for value in pair):
+        raise ValueError(f"partitions and keys must be 1 to {MAX_PARTITION} characters")
     with transaction.atomic():
         _lock_target(target)
         for running in Operation.objects.filter(target=target, status=OperationStatus.RUNNING).order_by("pk"):
             if not kind.compatible(operation_type(running.type)):
                 raise OperationConflict(running, type_name)
-        operation = Operation.objects.create(type=type_name, target=target, arg=arg, started_by=started_by)
-        OperationJob.objects.bulk_create(OperationJob(operation=operation, partition=p) for p in unique)
-        commands = [OperationJobXCommand(operation_id=operation.pk, partition=p) for p in unique]
+        operation = Operation.objects.create(
+            type=type_name, target=target, arg=arg, started_by=started_by, remaining=len(unique)
+        )
+        OperationJob.objects.bulk_create(OperationJob(operation=operation, partition=p, key=k) for p, k in unique)
+        by_key: dict[str, list[str]] = {}
+        for partition, key in unique:
+            by_key.setdefault(key, []).append(partition)
+        commands = [
+            OperationJobXCommand(operation_id=operation.pk, key=key, partitions=chunk[i:i + JOBS_PER_COMMAND], kind=type_name)
+            for key, chunk in by_key.items() for i in range(0, len(chunk), JOBS_PER_COMMAND)
+        ]
         rows = enqueue_many(commands)
         if kind.max_retries != OperationJobXCommand.max_retries:
             from xcommands.models import Command
@@ -88,13 +100,13 @@ def cancel_operation(operation_id: int) -> Operation:
         operation = Operation.objects.select_for_update().get(pk=operation_id)
         if operation.status != OperationStatus.RUNNING:
             raise ValueError(f"operation {operation_id} is {operation.status}; only a running one can be cancelled")
-        unfinished = list(operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).values_list("partition", flat=True))
+        unfinished = list(operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).values_list("partition", "key"))
         operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).update(status=JobStatus.CANCELLED, finished_at=now)
         operation.status = OperationStatus.CANCELLED
         operation.finished_at = now
         operation.result = {"counts": job_counts(operation), "failed": failed_jobs(operation), "result": None}
         operation.save(update_fields=["status", "finished_at", "result"])
-        enqueue_many([OperationJobCancelXCommand(operation_id=operation.pk, partition=p) for p in unfinished])
+        enqueue_many([OperationJobCancelXCommand(operation_id=operation.pk, partition=p, key=k) for p, k in unfinished])
     return operation
 
 

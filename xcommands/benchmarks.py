@@ -109,6 +109,7 @@ class Bench:
         self.redis_url = ""
         self.rounds = 3
         self.hostname = ""
+        self.task_modules: list[str] = ["xcommands.benchmarks"]
 
     def _start_redis(self) -> str:
         configured = os.environ.get("REDIS_URL")
@@ -133,7 +134,7 @@ class Bench:
         env = dict(os.environ)
         env.update({
             "REDIS_URL": self.redis_url,
-            "EXTRA_TASK_MODULES": "xcommands.benchmarks",
+            "EXTRA_TASK_MODULES": ",".join(self.task_modules),
             "LOG_LEVEL": "WARNING",
         })
         env.pop("CELERY_RESULT_BACKEND", None)
