@@ -12,6 +12,8 @@ class CoordinatorsConfig(AppConfig):
 
     def ready(self) -> None:
         """Hear the starts and ends of the workflow runs that actions launch."""
-        from coordinators import launchers
+        from coordinators import bulk_verbs, launchers
+        from operations.bulk import register_kind
 
         launchers.register()
+        register_kind("coordinator", bulk_verbs.act)

@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from operations import commands  # noqa: F401
+from operations import bulk, commands  # noqa: F401 - commands and the bulk-verb types register on import
