@@ -3,12 +3,15 @@
 Submission is synchronous and complete or nothing: the bundle XML, every variable, and every
 enabled coordinator's application (read now, validated with the bundle's properties under its
 own configuration) must pass, or nothing is stored. What was read is stored with the bundle,
-so a bundle that starts later submits exactly what was accepted. Verbs are checked here
-(permission, status) and queued as commands on the bundle's key, which check again.
+so a bundle that starts later submits exactly what was accepted. A relative coordinator
+`<app-path>` is relative to the bundle application's directory (as `<include>`s are to their
+coordinator's). Verbs are checked here (permission, status) and queued as commands on the
+bundle's key, which check again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -24,7 +27,7 @@ from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction
 from coordinators.permissions import check_modify
 from coordinators.services import check_storable, prepare_coordinator
-from coordinators.sources import read_application
+from coordinators.sources import check_readable, read_application
 from xcommands.base import XCommand
 from xcommands.queue import enqueue
 
@@ -39,12 +42,51 @@ def _coordinator_error(name: str, exc: DefinitionError) -> DefinitionError:
     return DefinitionError(f"coordinator {name!r}: {reason}", source=exc.source, line=exc.line, element=exc.element)
 
 
+def is_relative(app_path: str) -> bool:
+    """A coordinator `<app-path>` with neither a protocol nor a leading slash."""
+    return "://" not in app_path and not app_path.startswith("/")
+
+
+def bundle_directory(app_path: str, *, trusted: bool = False) -> str:
+    """The directory a bundle application path names (itself, or the bundle file's parent); '' when unknown.
+
+    Only looked at when a coordinator's `<app-path>` is relative; the path must be readable
+    for this caller (DefinitionError otherwise), as the bundle itself was.
+    """
+    import fsspec
+
+    app_path = app_path.strip()
+    if not app_path:
+        return ""
+    check_readable(app_path, BUNDLE_PATH_PROPERTY, trusted=trusted)
+    try:
+        fs, path = fsspec.core.url_to_fs(app_path)
+        directory = path.rstrip("/") if fs.isdir(path) else path.rsplit("/", 1)[0]
+    except (OSError, ValueError, ImportError):
+        return ""
+    if "://" in app_path and "://" not in directory:
+        directory = f"{app_path.split('://', 1)[0]}://{directory}"
+    return directory
+
+
 def prepare_bundle(
-    definition: str | bytes, properties: Mapping[str, str], *, owner: Any, trusted: bool = False,
+    definition: str | bytes, properties: Mapping[str, str], *, owner: Any, trusted: bool = False, app_path: str = "",
 ) -> tuple[Any, dict[str, dict[str, Any]], dict[str, Any]]:
-    """Validate a bundle and each enabled coordinator; (resolved bundle, snapshots, per-coordinator prepared)."""
+    """Validate a bundle and each enabled coordinator; (resolved bundle, snapshots, per-coordinator prepared).
+
+    `app_path` is where the bundle was read from (default: `oozie.bundle.application.path`):
+    relative coordinator app paths are taken from its directory, and the resolved bundle
+    returned names them in full.
+    """
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
     resolved = resolve_bundle(parse_bundle(text, "bundle.xml"), properties)
+    if any(is_relative(coordinator.app_path) for coordinator in resolved.coordinators):
+        directory = bundle_directory(app_path or properties.get(BUNDLE_PATH_PROPERTY, ""), trusted=trusted)
+        if directory:
+            resolved = dataclasses.replace(resolved, coordinators=tuple(
+                dataclasses.replace(c, app_path=f"{directory}/{c.app_path}") if is_relative(c.app_path) else c
+                for c in resolved.coordinators
+            ))
     snapshots: dict[str, dict[str, Any]] = {}
     prepared: dict[str, Any] = {}
     for coordinator in resolved.enabled:
@@ -57,7 +99,8 @@ def prepare_bundle(
         except DefinitionError as exc:
             raise _coordinator_error(coordinator.name, exc) from None
         snapshots[coordinator.name] = {
-            "definition": app_text, "app_dir": app_dir, "includes": prepared[coordinator.name].fields["includes"],
+            "definition": app_text, "app_dir": app_dir, "app_path": coordinator.app_path,
+            "includes": prepared[coordinator.name].fields["includes"],
         }
     return resolved, snapshots, prepared
 
@@ -85,7 +128,7 @@ def submit_bundle(
         if existing is not None:
             return existing
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
-    resolved, snapshots, _ = prepare_bundle(text, properties, owner=owner, trusted=trusted)
+    resolved, snapshots, _ = prepare_bundle(text, properties, owner=owner, trusted=trusted, app_path=app_path)
     fields: dict[str, Any] = {
         "app_name": resolved.name,
         "app_path": app_path,
@@ -154,15 +197,20 @@ def dryrun_bundle(
     now: datetime,
     max_actions: int = 10,
     trusted: bool = False,
+    app_path: str = "",
 ) -> dict[str, Any]:
-    """What a bundle would start, nothing stored: each coordinator's resolved configuration and first actions."""
+    """What a bundle would start, nothing stored: each coordinator's resolved configuration and first actions.
+
+    With no definition, it is read from oozie.bundle.application.path; `app_path` says where a
+    definition given was read from (relative coordinator app paths are taken from there).
+    """
     from coordinators.plan import iter_action_plans
 
     if max_actions < 1:
         raise ValueError("max_actions must be at least 1")
     if definition is None:
-        definition, _ = read_bundle(properties, trusted=trusted)
-    resolved, _, prepared = prepare_bundle(definition, properties, owner=owner, trusted=trusted)
+        definition, app_path = read_bundle(properties, trusted=trusted)
+    resolved, _, prepared = prepare_bundle(definition, properties, owner=owner, trusted=trusted, app_path=app_path)
     coordinators = []
     for coordinator in resolved.coordinators:
         entry: dict[str, Any] = {

@@ -68,9 +68,11 @@ def derive_status(current: str, statuses: Iterable[str], *, pending: bool) -> st
             counts[J.SUSPENDEDWITHERROR] or counts[J.RUNNINGWITHERROR] or counts[J.PAUSEDWITHERROR]
         )
         return B.PAUSEDWITHERROR if with_error else B.PAUSED
-    if total and counts[J.PAUSED] == total:
+    # Not while verbs are pending: right after a pause time is reset, the coordinators are still
+    # PAUSED until their change lands, and the bundle must not be paused again meanwhile.
+    if not pending and total and counts[J.PAUSED] == total:
         return B.PAUSED
-    if counts[J.PAUSEDWITHERROR] and counts[J.PAUSED] + counts[J.PAUSEDWITHERROR] == total:
+    if not pending and counts[J.PAUSEDWITHERROR] and counts[J.PAUSED] + counts[J.PAUSEDWITHERROR] == total:
         return B.PAUSEDWITHERROR
     # Suspended: the bundle was suspended, or its coordinators were (bottom-up).
     if current in (B.SUSPENDED, B.SUSPENDEDWITHERROR):

@@ -48,6 +48,14 @@ TEMPLATES = {
     "E1015": "Invalid coordinator job change value {0}, {1}",
     "E1018": "Coord Job Rerun Error: {0}",
     "E1025": "Coord status transit error: [{0}]",
+    "E1100": "Command precondition does not hold before execution, [{0}]",
+    "E1301": "Could not read the bundle job definition, [{0}]",
+    "E1304": "Duplicate bundle application coordinator name [{0}]",
+    "E1310": "Bundle Job submission Error: [{0}]",
+    "E1312": "Bundle Job can not be suspended as job finished or failed or killed, id : {0}, status : {1}",
+    "E1313": "Bundle Job can not be changed as job finished, {0}, Status: {1}",
+    "E1317": "Invalid bundle job change value {0}, {1}",
+    "E1323": "Could not kill bundle job, this job either finished successfully or does not exist , [{0}]",
 }
 MAX_MESSAGE = 1000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -71,8 +72,10 @@ def _created_time(value: str, now: datetime, text: str) -> datetime:
         raise OozieError(400, "E0420", text, f"{value!r} is not yyyy-MM-ddTHH:mmZ or -Nd/-Nh/-Nm") from None
 
 
-def filter_jobs(queryset: QuerySet[Any], text: str, now: datetime) -> QuerySet[Any]:
-    """The jobs filter of GET /jobs: AND between names, OR between values of one name."""
+def filter_jobs(
+    queryset: QuerySet[Any], text: str, now: datetime, statuses: Collection[str] = tuple(JobStatus.values),
+) -> QuerySet[Any]:
+    """The jobs filter of GET /jobs: AND between names, OR between values of one name (`statuses`: those of the job type)."""
     by_name: dict[str, list[str]] = {}
     for name, operator, value in _pairs(text, "E0420"):
         if name not in JOB_FILTER_NAMES or operator != "=":
@@ -80,11 +83,11 @@ def filter_jobs(queryset: QuerySet[Any], text: str, now: datetime) -> QuerySet[A
         by_name.setdefault(name, []).append(value)
     for name, values in by_name.items():
         if name == "status":
-            statuses = {v.upper() for v in values}
-            wrong = statuses - set(JobStatus.values)
+            wanted = {v.upper() for v in values}
+            wrong = wanted - set(statuses)
             if wrong:
                 raise OozieError(400, "E0420", text, f"invalid status value [{', '.join(sorted(wrong))}]")
-            queryset = queryset.filter(status__in=statuses)
+            queryset = queryset.filter(status__in=wanted)
         elif name == "user":
             queryset = queryset.filter(owner__username__in=values)
         elif name == "name":

@@ -1,13 +1,17 @@
-"""Coordinator jobs and actions in Oozie's JSON (JsonTags names, RFC 822 times, statuses as Oozie's)."""
+"""Coordinator jobs and actions, and bundle jobs, in Oozie's JSON (JsonTags names, RFC 822 times, statuses as Oozie's)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
+from django.http import HttpResponse
+
+from bundles.models import BundleJob
 from coordinators.definitions import DefinitionError, serialize_hadoop_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from oozieapi.errors import bad_parameter
@@ -15,6 +19,11 @@ from oozieapi.errors import bad_parameter
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 # What Oozie's externalStatus says about the launched work, from the action's status.
 EXTERNAL_STATUS = {"SUBMITTED": "PREP", "RUNNING": "RUNNING", "SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
+
+
+def json_response(data: Any, status: int = 200) -> HttpResponse:
+    """JSON as Oozie sends it (`application/json;charset=UTF-8`)."""
+    return HttpResponse(json.dumps(data), status=status, content_type="application/json;charset=UTF-8")
 
 
 def display_timezone(name: str | None) -> tzinfo:
@@ -60,7 +69,7 @@ def job_json(
         "coordJobName": job.app_name,
         "coordJobId": job.id,
         "coordExternalId": None,
-        "bundleId": None,
+        "bundleId": job.bundle_id or None,
         "conf": configuration_xml(job.configuration) if with_conf else None,
         "status": job.status,
         "executionPolicy": job.execution,
@@ -83,6 +92,38 @@ def job_json(
         "actions": [action_json(action, zone) for action in actions],
         "toString": f"Coordinator application id[{job.id}] status[{job.status}]",
         "total": total,
+    }
+
+
+def bundle_json(
+    bundle: BundleJob, coordinators: Iterable[CoordinatorJob] = (), *, zone: tzinfo = UTC, with_conf: bool = True,
+) -> dict[str, Any]:
+    """A bundle job as BundleJobBean.toJSONObject writes it, its coordinators in `bundleCoordJobs`.
+
+    Bundles have no frequency here: `timeUnit` is NONE and `timeOut` 0, as Oozie stores them.
+    `startTime` is when it started (RUNNING), `endTime` the end time `-change` gave it.
+    """
+    acl = bundle.acl or None
+    return {
+        "bundleJobPath": bundle.app_path or None,
+        "bundleJobName": bundle.app_name,
+        "bundleJobId": bundle.id,
+        "bundleExternalId": bundle.external_id or None,
+        "conf": configuration_xml(bundle.configuration) if with_conf else None,
+        "status": bundle.status,
+        "timeUnit": "NONE",
+        "timeOut": 0,
+        "kickoffTime": rfc822(bundle.kick_off_time, zone),
+        "startTime": rfc822(bundle.started_at, zone),
+        "endTime": rfc822(bundle.end_time, zone),
+        "pauseTime": rfc822(bundle.pause_time, zone),
+        "createdTime": rfc822(bundle.created_at, zone),
+        "user": bundle.owner.get_username(),
+        "group": acl,
+        "acl": acl,
+        "consoleUrl": None,
+        "bundleCoordJobs": [job_json(job, zone=zone, with_conf=with_conf) for job in coordinators],
+        "toString": f"Bundle id[{bundle.id}] status[{bundle.status}]",
     }
 
 

@@ -1,8 +1,9 @@
-"""`show=log`: a coordinator job's log, built from what the database keeps (no log files).
+"""`show=log`: a coordinator or bundle job's log, built from what the database keeps (no log files).
 
 Two sources, merged by time: the commands run on the job's key (each command's outcome, its
 attempts and last error, from the command engine's history, kept COMMAND_HISTORY_DAYS), and the
-error messages of its actions (task failures, timeouts). Lines are formatted like Oozie's log4j
+error messages of its actions (task failures, timeouts; a bundle's coordinators that could not
+be submitted). Lines are formatted like Oozie's log4j
 lines so that existing `grep`s keep working.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from oozieapi.errors import OozieError, one_line
 from xcommands.models import Command
@@ -19,6 +21,7 @@ from xcommands.models import Command
 MAX_SOURCE_ROWS = 5000  # the most recent commands and action errors read per request
 # Line levels: ERROR for failed commands and action errors, WARN while rolling back, else INFO.
 COMMAND_LEVEL = {"FAILED": "ERROR", "PARKED": "ERROR", "ROLLING_BACK": "WARN", "SKIPPED": "INFO"}
+LoggedJob = CoordinatorJob | BundleJob
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class LogLine:
     action: str
     text: str
 
-    def render(self, job: CoordinatorJob) -> str:
+    def render(self, job: LoggedJob) -> str:
         """`2026-11-23 10:00:00,123  INFO CoordKillXCommand - USER[ann] ... JOB[...] ACTION[...] text`."""
         stamp = self.at.strftime("%Y-%m-%d %H:%M:%S,") + f"{self.at.microsecond // 1000:03d}"
         return (
@@ -59,7 +62,7 @@ def parse_log_filter(text: str) -> dict[str, str]:
     return options
 
 
-def _command_lines(job: CoordinatorJob) -> list[LogLine]:
+def _command_lines(job: LoggedJob) -> list[LogLine]:
     rows = (
         Command.objects.filter(key=job.id)
         .order_by("-seq")
@@ -79,7 +82,7 @@ def _command_lines(job: CoordinatorJob) -> list[LogLine]:
     return lines
 
 
-def _action_lines(job: CoordinatorJob) -> list[LogLine]:
+def _action_lines(job: LoggedJob) -> list[LogLine]:
     rows = (
         job.actions.exclude(error_message="")
         .order_by("-last_modified")
@@ -91,7 +94,7 @@ def _action_lines(job: CoordinatorJob) -> list[LogLine]:
     ]
 
 
-def job_log(job: CoordinatorJob, *, options: dict[str, str], errors_only: bool = False) -> list[str]:
+def job_log(job: LoggedJob, *, options: dict[str, str], errors_only: bool = False) -> list[str]:
     """The job's log lines, oldest first, narrowed by the log filter."""
     lines = sorted(_command_lines(job) + _action_lines(job), key=lambda line: line.at)
     levels = {"ERROR"} if errors_only else set(options.get("loglevel", "ERROR|WARN|INFO|DEBUG").upper().split("|"))

@@ -1,15 +1,15 @@
-"""The Oozie Web Services API (v1, v2) for coordinator jobs, on the same domain actions as everything else.
+"""The Oozie Web Services API (v1, v2) for coordinator and bundle jobs, on the same domain actions as everything else.
 
 Endpoints: /versions, /v{1,2}/admin/{status,build-version,available-timezones}, /v{1,2}/jobs
 (GET list, POST submit with a Hadoop XML configuration), /v{1,2}/job/{id} (GET info, definition,
 log, errorlog, status; PUT start, suspend, resume, kill, change, rerun, dryrun) and /job/{id}@{n}.
-Views parse Oozie's parameters and call `coordinators.services`; errors become Oozie's
-`oozie-error-code` / `oozie-error-message` answers.
+Views parse Oozie's parameters and call `coordinators.services`; bundles (`-B` ids, `jobtype=bundle`,
+`oozie.bundle.application.path`) go to `oozieapi.bundles`, on `bundles.services`. Errors become
+Oozie's `oozie-error-code` / `oozie-error-message` answers.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -21,6 +21,7 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
+from bundles.models import BundleJob
 from coordinators import services
 from coordinators.api.filters import readable_jobs
 from coordinators.api.submissions import submitter_properties
@@ -28,6 +29,7 @@ from coordinators.definitions import parse_hadoop_configuration
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import check_read
+from oozieapi import bundles
 from oozieapi.auth import authenticate
 from oozieapi.errors import OozieError, bad_parameter, error_response, from_exception
 from oozieapi.filters import MAX_LEN, bool_parameter, filter_actions, filter_jobs, int_parameter
@@ -37,19 +39,17 @@ from oozieapi.formats import (
     available_timezones_json,
     display_timezone,
     job_json,
+    json_response,
 )
-from oozieapi.joblog import job_log, parse_log_filter
+from oozieapi.joblog import LoggedJob, job_log, parse_log_filter
 
 PROTOCOL_VERSIONS = [1, 2]
 MAX_OFFSET = 2**31 - 1
-OTHER_APPLICATIONS = ("oozie.wf.application.path", "oozie.bundle.application.path", "oozie.jobs.api.generated.xml")
+WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
+APP_PATHS = (WORKFLOW_PATH_PROPERTY, APP_PATH_PROPERTY, bundles.BUNDLE_PATH_PROPERTY)  # exactly one names the job type
+OTHER_APPLICATIONS = (WORKFLOW_PATH_PROPERTY, "oozie.jobs.api.generated.xml")
 _JOB_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}(@[0-9]{1,9})?$")
 XML_TYPES = ("application/xml", "text/xml")
-
-
-def json_response(data: Any, status: int = 200) -> HttpResponse:
-    """JSON as Oozie sends it (`application/json;charset=UTF-8`)."""
-    return HttpResponse(json.dumps(data), status=status, content_type="application/json;charset=UTF-8")
 
 
 def _build_version() -> str:
@@ -120,12 +120,12 @@ class AdminView(OozieView):
 
 
 class JobsView(OozieView):
-    """GET /oozie/v{1,2}/jobs: list coordinator jobs; POST: submit one from a Hadoop XML configuration."""
+    """GET /oozie/v{1,2}/jobs: list coordinator or bundle jobs; POST: submit one from a Hadoop XML configuration."""
 
     http_method_names = ["get", "head", "post"]
 
     def get(self, request: HttpRequest, version: str) -> HttpResponse:
-        """`jobtype=coord` lists coordinator jobs (filter, offset from 1, len); workflows and bundles are empty."""
+        """`jobtype=coord` lists coordinator jobs, `jobtype=bundle` bundles (filter, offset from 1, len); workflows are empty."""
         params = request.GET
         offset = int_parameter(params, "offset", 1, minimum=1, maximum=MAX_OFFSET)
         length = int_parameter(params, "len", 50, minimum=0, maximum=MAX_LEN)
@@ -134,7 +134,7 @@ class JobsView(OozieView):
         if jobtype in ("wf", "workflow"):
             return json_response({"workflows": [], "total": 0, "offset": offset, "len": length})
         if jobtype == "bundle":
-            return json_response({"bundlejobs": [], "total": 0, "offset": offset, "len": length})
+            return json_response(bundles.list_bundles(self.caller, params.get("filter", ""), offset=offset, length=length, zone=zone))
         if jobtype not in ("coord", "coordinator"):
             raise bad_parameter("jobtype", params.get("jobtype"))
         queryset: QuerySet[CoordinatorJob] = CoordinatorJob.objects.select_related("owner").defer("definition")
@@ -145,7 +145,11 @@ class JobsView(OozieView):
         return json_response({"total": total, "offset": offset, "len": length, "coordinatorjobs": jobs})
 
     def post(self, request: HttpRequest, version: str) -> HttpResponse:
-        """201 {"id": ...}; `action=start` starts it, `action=dryrun` only plans it (200 {"id": <plan text>})."""
+        """201 {"id": ...}; `action=start` starts it, `action=dryrun` only plans it (200 {"id": <plan text>}).
+
+        The path property decides the job type, as in Oozie: `oozie.coord.application.path` a
+        coordinator, `oozie.bundle.application.path` a bundle; naming two is E0302.
+        """
         content_type = request.META.get("CONTENT_TYPE", "")
         if content_type.split(";")[0].strip().lower() not in XML_TYPES:
             raise OozieError(400, "E0300", content_type or "(none)")
@@ -153,9 +157,13 @@ class JobsView(OozieView):
         if action not in ("", "start", "dryrun"):
             raise bad_parameter("action", action)
         properties = parse_hadoop_configuration(request.body, "job configuration")
+        if sum(name in properties for name in APP_PATHS) > 1:
+            raise OozieError(400, "E0302", "Multiple app paths specified, only one is allowed")
         other = [name for name in OTHER_APPLICATIONS if name in properties]
         if other:
-            raise OozieError(400, "E1008", f"{other[0]}: this service runs coordinator jobs only")
+            raise OozieError(400, "E1008", f"{other[0]}: this service runs coordinator and bundle jobs only")
+        if properties.get(bundles.BUNDLE_PATH_PROPERTY):
+            return bundles.submit(submitter_properties(properties, self.caller), self.caller, action)
         if not properties.get(APP_PATH_PROPERTY):
             raise OozieError(400, "E0405")
         properties = submitter_properties(properties, self.caller)
@@ -185,6 +193,12 @@ class JobView(OozieView):
             if show == "status":
                 return json_response({"status": action.status})
             raise bad_parameter("show", show)
+        if bundles.is_bundle_id(job_id):
+            bundle = BundleJob.objects.select_related("owner").defer("applications").get(pk=job_id)
+            check_read(self.caller, bundle)
+            if show in ("log", "errorlog"):
+                return self._log(request, bundle, errors_only=show == "errorlog")
+            return bundles.show(bundle, show, zone)
         job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
         check_read(self.caller, job)
         if show == "info":
@@ -210,7 +224,7 @@ class JobView(OozieView):
         page = actions.order_by("number" if order == "asc" else "-number")[offset - 1:offset - 1 + length] if length else []
         return json_response(job_json(job, page, total=total, zone=zone))
 
-    def _log(self, request: HttpRequest, job: CoordinatorJob, *, errors_only: bool) -> HttpResponse:
+    def _log(self, request: HttpRequest, job: LoggedJob, *, errors_only: bool) -> HttpResponse:
         """Text lines (see oozieapi.joblog), oldest first unless order=desc, paged by offset/len when given."""
         params = request.GET
         options = parse_log_filter(params.get("logfilter") or params.get("filter") or "")
@@ -233,6 +247,8 @@ class JobView(OozieView):
             raise OozieError(400, "E0305", "action")
         if "@" in job_id:
             raise bad_parameter("action", f"{action} on a coordinator action (use the job id and type=action&scope=N)")
+        if bundles.is_bundle_id(job_id):
+            return bundles.put(job_id, self.caller, params)
         self.verb = "rerun" if action in ("rerun", "coord-rerun") else action
         if action == "start":
             services.start_job(job_id, actor=self.caller)

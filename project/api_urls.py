@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import SimpleRouter
 
+from bundles.api import urls as bundle_urls
 from coordinators.api import urls as coordinator_urls
 from datasets.api.views import DatasetEventViewSet
 from xcommands.api.views import KeyedJobViewSet
@@ -18,6 +19,7 @@ ROOT_LINKS: dict[str, str] = {
     "keyed-jobs": "keyed-job-list",
     "dataset-events": "dataset-event-list",
     **coordinator_urls.ROOT_LINKS,
+    **bundle_urls.ROOT_LINKS,
 }
 
-urlpatterns: list[URLPattern | URLResolver] = [*router.urls, *coordinator_urls.urlpatterns]
+urlpatterns: list[URLPattern | URLResolver] = [*router.urls, *coordinator_urls.urlpatterns, *bundle_urls.urlpatterns]

@@ -171,6 +171,9 @@ COORD_MATERIALIZATION_CHUNK = env_int("COORD_MATERIALIZATION_CHUNK", 500)
 COORD_INPUT_CHECK_SECONDS = env_int("COORD_INPUT_CHECK_SECONDS", 60)
 COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 600)
 STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
+# Bundles whose kick-off time came are started by a scan this often (one partial-index range),
+# so a kick-off is late by at most this much, not by a whole STATUS_SERVICE_SECONDS.
+BUNDLE_KICKOFF_SECONDS = env_int("BUNDLE_KICKOFF_SECONDS", 1)
 # Actions are created ahead of time (look-ahead); their first input check runs at the first
 # tick after their nominal time, so this bounds the start latency. The scan is an index range.
 COORD_INPUT_TICK_SECONDS = env_int("COORD_INPUT_TICK_SECONDS", 1)
@@ -250,6 +253,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(STATUS_SERVICE_SECONDS),
         "options": {"expires": float(STATUS_SERVICE_SECONDS)},
     },
+    "bundle-kickoffs": {
+        "task": "statusservice.bundle_kickoffs",
+        "schedule": float(BUNDLE_KICKOFF_SECONDS),
+        "options": {"expires": float(BUNDLE_KICKOFF_SECONDS)},
+    },
     "coordinator-sla-checks": {
         "task": "statusservice.sla_checks",
         "schedule": float(STATUS_SERVICE_SECONDS),
@@ -318,6 +326,7 @@ SPECTACULAR_SETTINGS = {
         "CoordinatorJobStatusEnum": "coordinators.choices.JobStatus",
         "CoordinatorActionStatusEnum": "coordinators.choices.ActionStatus",
         "KeyedJobStatusEnum": "xcommands.choices.CommandStatus",
+        "BundleJobStatusEnum": "bundles.choices.BundleStatus",
     },
 }
 

@@ -55,6 +55,12 @@ def bundle_services() -> dict[str, int]:
     return {"kicked_off": bundles.kickoffs(now), "paused": bundles.pause_times(now), "derived": bundles.statuses(now)}
 
 
+@shared_task(name="statusservice.bundle_kickoffs", ignore_result=True)
+def bundle_kickoffs() -> int:
+    """Bundles: start those whose kick-off time came (every BUNDLE_KICKOFF_SECONDS; the bundle services also do)."""
+    return bundles.kickoffs(timezone.now())
+
+
 @shared_task(name="statusservice.operations", ignore_result=True)
 def operation_services() -> int:
     """Operations: complete those whose jobs all ended but whose completion was lost."""

@@ -26,8 +26,15 @@ class BundleCommand(XCommand):
         self.bundle = BundleJob.objects.select_for_update().get(pk=self.bundle_id)
 
     def actions(self) -> list[BundleAction]:
-        """The bundle's actions, locked (a coordinator's mirror update waits for this command)."""
-        return list(self.bundle.actions.select_for_update().select_related("coord_job").order_by("coord_name"))
+        """The bundle's actions, locked (a coordinator's mirror update waits for this command).
+
+        Only the action rows are locked (`of=("self",)`): their coordinator is joined with a
+        LEFT JOIN (an action has none until it is submitted), and PostgreSQL refuses FOR UPDATE
+        on the nullable side of an outer join.
+        """
+        return list(
+            self.bundle.actions.select_for_update(of=("self",)).select_related("coord_job").order_by("coord_name")
+        )
 
 
 @dataclass

@@ -17,6 +17,9 @@ from xcommands.errors import PreconditionFailed
 BUNDLE_CHANGE_OPTIONS = ("endtime", "pausetime")
 
 
+PAUSE_FINISHED = frozenset({BundleStatus.SUCCEEDED, BundleStatus.FAILED, BundleStatus.DONEWITHERROR})
+
+
 def check_bundle_change(bundle: BundleJob, value: str, now: datetime) -> dict[str, datetime | None]:
     """The new end and pause times a `-change` value sets (ChangeRefused or IllegalTransition if not)."""
     options = parse_change_value(value)
@@ -25,6 +28,9 @@ def check_bundle_change(bundle: BundleJob, value: str, now: datetime) -> dict[st
         raise ChangeRefused(f"{unknown[0]!r}: a bundle can only change {'|'.join(BUNDLE_CHANGE_OPTIONS)}")
     if bundle.status == BundleStatus.KILLED:
         raise IllegalTransition(f"cannot change bundle job {bundle.id}: it is KILLED")
+    if "pausetime" in options and bundle.status in PAUSE_FINISHED:
+        # Oozie's BundleJobChangeXCommand: a finished bundle keeps its pause time (it has nothing left to pause).
+        raise IllegalTransition(f"cannot change the pause time of bundle job {bundle.id}: it is {bundle.status}")
     values: dict[str, datetime | None] = {}
     for name, field in (("endtime", "end_time"), ("pausetime", "pause_time")):
         if name not in options:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
@@ -30,8 +32,19 @@ log = logging.getLogger(__name__)
 
 
 def resolved_bundle(bundle: BundleJob) -> Any:
-    """The bundle's definition resolved again from what was stored at submission (deterministic)."""
-    return resolve_bundle(parse_bundle(bundle.definition, f"{bundle.id}.xml"), bundle.configuration)
+    """The bundle's definition resolved again from what was stored at submission (deterministic).
+
+    Starting a bundle of N coordinators resolves it N + 1 times (each submission, on its own
+    key); a bundle of 200 is a 200-element XML, so each process keeps the last few results.
+    """
+    return _resolved(bundle.id, bundle.definition, json.dumps(bundle.configuration, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=16)
+def _resolved(bundle_id: str, definition: str, configuration: str) -> Any:
+    # Keyed by content: a bundle's definition and properties never change after submission,
+    # but the key does not rely on it. Callers only read the result.
+    return resolve_bundle(parse_bundle(definition, f"{bundle_id}.xml"), json.loads(configuration))
 
 
 @dataclass
@@ -105,7 +118,7 @@ class BundleCoordSubmitXCommand(XCommand):
 
     def execute(self) -> dict[str, Any]:
         """Submit, or record why not (the status service then decides what it means for the bundle)."""
-        from coordinators.commands import CoordSuspendXCommand
+        from coordinators.commands import CoordStartXCommand, CoordSuspendXCommand
         from coordinators.services import prepare_coordinator, store_coordinator
 
         action = self.action
@@ -118,6 +131,8 @@ class BundleCoordSubmitXCommand(XCommand):
             resolved = resolved_bundle(self.bundle)
             coordinator = next(c for c in resolved.coordinators if c.name == self.coord_name)
             snapshot = self.bundle.applications[self.coord_name]
+            if snapshot.get("app_path"):  # a relative <app-path> as resolved at submission
+                coordinator = replace(coordinator, app_path=snapshot["app_path"])
             owner = self.bundle.owner
             configuration = run_configuration(resolved, coordinator, user=owner.get_username(), bundle_id=self.bundle_id)
             prepared = prepare_coordinator(
@@ -134,14 +149,21 @@ class BundleCoordSubmitXCommand(XCommand):
         if self.bundle.end_time is not None and fields["start_time"] < self.bundle.end_time < fields["end_time"]:
             fields["end_time"] = self.bundle.end_time
         job = store_coordinator(
-            prepared, owner=owner, start=True, job_id=self.coord_job_id, bundle_id=self.bundle_id,
-            pause_time=self.bundle.pause_time,
+            prepared, owner=owner, start=False, job_id=self.coord_job_id, bundle_id=self.bundle_id,
+            pause_time=self.bundle.pause_time, pending=True,  # pending: its start is under way (below)
         )
+        # Started here, under the coordinator's key that this command holds: exactly what a queued
+        # CoordStartXCommand would do next on this key, minus a command (claim, doorbell, and a wait
+        # behind every other coordinator's) per coordinator: a bundle of 200 starts in half the time.
+        try:
+            started = CoordStartXCommand(job_id=job.id).run()
+        except PreconditionFailed as exc:  # cannot happen: the job was stored PREP in this transaction
+            raise RuntimeError(f"coordinator {job.id} did not start: {exc}") from exc
         action.coord_job = job
-        action.status = job.status
+        action.status = started["status"]
         action.save(update_fields=["coord_job", "status", "pending", "dirty"])
         if self.bundle.status in (BundleStatus.SUSPENDED, BundleStatus.SUSPENDEDWITHERROR):
-            # Behind its start on the same key: it starts, then suspends as its bundle is.
+            # It started (above); now it suspends as its bundle is, on its own key.
             enqueue(CoordSuspendXCommand(job_id=job.id))
             enqueue(BundleActionDoneXCommand(job.id, action.pk))
             action.pending = 1

@@ -28,7 +28,7 @@ class CoordinatorJobSerializer(serializers.ModelSerializer[CoordinatorJob]):
             "id", "url", "actions_url", "app_name", "app_path", "user", "acl", "status", "pending",
             "frequency", "time_unit", "timezone", "start_time", "end_time", "pause_time", "timeout",
             "concurrency", "execution", "throttle", "last_action_number", "next_materialize_at",
-            "done_materializing", "created_at", "last_modified",
+            "done_materializing", "bundle_id", "created_at", "last_modified",
         ]
         read_only_fields = fields
 
@@ -81,6 +81,9 @@ class PropertiesField(serializers.DictField):
 class SubmissionSerializer(serializers.Serializer[dict[str, Any]]):
     """A submission: the coordinator XML inline, or an application path; properties; start or not."""
 
+    app_path_property = APP_PATH_PROPERTY  # the property `app_path` sets (bundles: oozie.bundle.application.path)
+    application = "coordinator"
+
     definition = serializers.CharField(
         required=False, trim_whitespace=False, max_length=MAX_DEFINITION_CHARS,
         help_text="the coordinator XML inline (else oozie.coord.application.path is read)",
@@ -106,10 +109,10 @@ class SubmissionSerializer(serializers.Serializer[dict[str, Any]]):
                 raise serializers.ValidationError({"configuration": " ".join(str(exc).split())}) from None
         merged.update(attrs.get("properties", {}))
         if "app_path" in attrs:
-            merged[APP_PATH_PROPERTY] = attrs["app_path"]
-        if "definition" not in attrs and not merged.get(APP_PATH_PROPERTY):
+            merged[self.app_path_property] = attrs["app_path"]
+        if "definition" not in attrs and not merged.get(self.app_path_property):
             raise serializers.ValidationError(
-                {"definition": f"give the coordinator XML inline, or app_path ({APP_PATH_PROPERTY})"}
+                {"definition": f"give the {self.application} XML inline, or app_path ({self.app_path_property})"}
             )
         attrs["merged_properties"] = merged
         return attrs

@@ -44,6 +44,8 @@ def outcome(command: XCommand) -> tuple[str, str]:
         pytest.param(B.SUCCEEDED, lambda b: BundleKillXCommand(b.id), "already SUCCEEDED", id="kill-not-ended"),
         pytest.param(B.RUNNING, lambda b: BundlePauseXCommand(b.id), "changes nothing", id="pause-needs-a-pause-time"),
         pytest.param(B.KILLED, lambda b: BundleChangeXCommand(b.id, "pausetime="), "it is KILLED", id="change-not-killed"),
+        pytest.param(B.SUCCEEDED, lambda b: BundleChangeXCommand(b.id, "pausetime="), "pause time", id="pausetime-not-finished"),
+        pytest.param(B.DONEWITHERROR, lambda b: BundleChangeXCommand(b.id, "pausetime="), "DONEWITHERROR", id="pausetime-not-done"),
         pytest.param(B.PREP, lambda b: BundleRerunXCommand(b.id, coordinators="hourly"), "it is PREP", id="rerun-not-prep"),
         pytest.param(B.PREP, lambda b: BundleStatusTransitXCommand(b.id), "no coordinators yet", id="derive-needs-started"),
     ],

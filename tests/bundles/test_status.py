@@ -34,6 +34,7 @@ from tests.bundles.conftest import settle
         pytest.param(B.PAUSED, [J.PAUSED, J.KILLED], False, B.PAUSEDWITHERROR, id="paused-with-error"),
         pytest.param(B.RUNNING, [J.PAUSED, J.PAUSED], False, B.PAUSED, id="bottom-up-paused"),
         pytest.param(B.RUNNING, [J.PAUSED, J.PAUSEDWITHERROR], False, B.PAUSEDWITHERROR, id="bottom-up-paused-with-error"),
+        pytest.param(B.RUNNING, [J.PAUSED, J.PAUSED], True, B.RUNNING, id="pause-reset-pending-not-paused-again"),
         pytest.param(B.RUNNING, [J.SUSPENDED, J.SUCCEEDED], False, B.SUSPENDED, id="bottom-up-suspended"),
         pytest.param(B.RUNNING, [J.SUSPENDED, J.FAILED], False, B.SUSPENDEDWITHERROR, id="bottom-up-suspended-with-error"),
         pytest.param(B.RUNNING, [J.SUSPENDED, J.RUNNING], False, B.RUNNING, id="one-suspended-one-running"),

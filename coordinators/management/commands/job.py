@@ -1,8 +1,15 @@
-"""`manage.py job`: the `oozie job` command line for coordinators (DG_CommandLineTool)."""
+"""`manage.py job`: the `oozie job` command line for coordinators and bundles (DG_CommandLineTool).
+
+Ids ending in `-B` are bundles, as Oozie's CLI routes them; a configuration naming
+`oozie.bundle.application.path` submits (or dry-runs) a bundle. The CLI is an operator's tool
+on the server: it reads any path its user can (`trusted`), and acts as `-user` under the same
+permission rules as the APIs.
+"""
 
 from __future__ import annotations
 
 import getpass
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,22 +17,31 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 
+from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
 from coordinators.definitions import DefinitionError, load_configuration
-from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, locate_application
+from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "dryrun")
+BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
+
+
+def is_bundle(job_id: str) -> bool:
+    """Bundle ids end with -B (Oozie's CLI routes on the suffix too)."""
+    return job_id.endswith(f"-{JOB_ID_SUFFIX}")
 
 
 class Command(BaseCommand):
-    """Submit and control coordinator jobs as `oozie job` does."""
+    """Submit and control coordinator and bundle jobs as `oozie job` does."""
 
     help = (
-        "oozie job for coordinators: -run|-submit|-dryrun -config F; -start|-info|-kill|-suspend|-resume ID; "
-        "-change ID -value endtime=..;concurrency=..;pausetime=..; -rerun ID -action 1,3-4 | -date A::B [-refresh] [-nocleanup] [-failed]"
+        "oozie job for coordinators and bundles: -run|-submit|-dryrun -config F [--format text|json]; "
+        "-start|-info|-kill|-suspend|-resume ID; -change ID -value endtime=..;concurrency=..;pausetime=..; "
+        "-rerun COORD_ID -action 1,3-4 | -date A::B [-refresh] [-nocleanup] [-failed]; "
+        "-rerun BUNDLE_ID -coordinator c1,c2 and/or -date A::B [-refresh] [-nocleanup]"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,13 +53,17 @@ class Command(BaseCommand):
             group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
         parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
-        parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING")
+        parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING "
+                            "(bundles: endtime and pausetime)")
         parser.add_argument("-action", default=None, help="-rerun: action numbers and ranges, e.g. 1,3-4,7-40")
         parser.add_argument("-date", default=None, help="-rerun: nominal times and ranges (UTC), e.g. 2009-01-01T01:00Z::2009-01-31T23:59Z")
+        parser.add_argument("-coordinator", default=None, help="-rerun of a bundle: coordinator names, e.g. c1,c3")
+        parser.add_argument("-format", "--format", dest="format", choices=("text", "json"), default="text",
+                            help="-dryrun: a readable summary (default) or the dry-run JSON")
         parser.add_argument("-refresh", action="store_true", help="-rerun: re-resolve and re-check every input")
         parser.add_argument("-nocleanup", action="store_true", help="-rerun: keep the output instances")
         parser.add_argument("-failed", action="store_true", help="-rerun: only the actions that did not succeed")
-        parser.add_argument("-len", type=int, default=50, help="-info: actions per page")
+        parser.add_argument("-len", type=int, default=50, help="-info: actions per page; -dryrun: actions planned (per coordinator)")
         parser.add_argument("-offset", type=int, default=1, help="-info: first action (1-based)")
         parser.add_argument("-filter", default="", help="-info: status=RUNNING;status=WAITING ...")
         parser.add_argument("-order", choices=("asc", "desc"), default="asc", help="-info: action order")
@@ -66,6 +86,8 @@ class Command(BaseCommand):
             raise CommandError(" ".join(str(exc).split())) from None
         except CoordinatorJob.DoesNotExist:
             raise CommandError(f"no coordinator job {options.get(verb or '')!r}") from None
+        except BundleJob.DoesNotExist:
+            raise CommandError(f"no bundle job {options.get(verb or '')!r}") from None
 
     def _user(self, options: dict[str, Any]) -> Any:
         name = options["user"] or getpass.getuser()
@@ -78,19 +100,25 @@ class Command(BaseCommand):
         if not options["config"]:
             raise CommandError(f"-{verb} needs -config JOB.properties")
         config = Path(options["config"])
-        if verb == "dryrun":
-            from django.utils import timezone
-
-            self.stdout.write(as_text(dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)))
-            return
-        from coordinators.services import submit_coordinator
-
         try:
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+        if APP_PATH_PROPERTY in properties and BUNDLE_PATH_PROPERTY in properties:
+            raise CommandError(f"{config}: set {APP_PATH_PROPERTY} or {BUNDLE_PATH_PROPERTY}, not both")
+        if BUNDLE_PATH_PROPERTY in properties:
+            self._submit_bundle(verb, config, properties, options)
+            return
+        if verb == "dryrun":
+            from django.utils import timezone
+
+            result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)
+            self.stdout.write(dumps(result) if options["format"] == "json" else as_text(result))
+            return
+        from coordinators.services import submit_coordinator
+
         if APP_PATH_PROPERTY not in properties:
-            raise CommandError(f"{config}: {APP_PATH_PROPERTY} is not set")
+            raise CommandError(f"{config}: {APP_PATH_PROPERTY} (or {BUNDLE_PATH_PROPERTY}) is not set")
         xml_path = locate_application(config, properties[APP_PATH_PROPERTY])
         try:
             xml = xml_path.read_text()
@@ -102,22 +130,58 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"job: {job.id}")
 
+    def _submit_bundle(self, verb: str, config: Path, properties: dict[str, str], options: dict[str, Any]) -> None:
+        """Submit, run or dry-run the bundle named by oozie.bundle.application.path (relative: to the properties file)."""
+        from django.utils import timezone
+
+        from bundles.dryrun import as_text as bundle_text
+        from bundles.services import dryrun_bundle, read_bundle, submit_bundle
+
+        path = properties[BUNDLE_PATH_PROPERTY].strip()
+        if path and "://" not in path and not Path(path).is_absolute():
+            properties[BUNDLE_PATH_PROPERTY] = str((config.parent / path).resolve())
+        if verb == "dryrun":
+            owner = self._dryrun_user(options)
+            result = dryrun_bundle(None, properties, owner=owner, now=timezone.now(), max_actions=options["len"] or 10,
+                                   trusted=True)
+            self.stdout.write(json.dumps(result, indent=2) if options["format"] == "json" else bundle_text(result))
+            return
+        owner = self._user(options)
+        text, app_path = read_bundle(properties, trusted=True)
+        bundle = submit_bundle(text, properties, owner=owner, app_path=app_path, start=(verb == "run"), trusted=True)
+        self.stdout.write(f"job: {bundle.id}")
+
+    def _dryrun_user(self, options: dict[str, Any]) -> Any:
+        """The -user (or login) account; a dry-run stores nothing, so an unknown name is only a name."""
+        name = options["user"] or getpass.getuser()
+        model = get_user_model()
+        return model.objects.filter(username=name).first() or model(username=name)
+
     def _existing(self, job_id: str) -> None:
-        if not CoordinatorJob.objects.filter(pk=job_id).exists():
+        if is_bundle(job_id):
+            if not BundleJob.objects.filter(pk=job_id).exists():
+                raise BundleJob.DoesNotExist(job_id)
+        elif not CoordinatorJob.objects.filter(pk=job_id).exists():
             raise CoordinatorJob.DoesNotExist(job_id)
 
     def _change(self, job_id: str, options: dict[str, Any]) -> None:
+        from bundles.services import change_bundle
         from coordinators.services import change_job
 
         if options["value"] is None:
             raise CommandError("-change needs -value, e.g. -value 'endtime=2026-12-01T00:00Z;concurrency=2'")
         self._existing(job_id)
-        change_job(job_id, options["value"], actor=self._user(options))
+        (change_bundle if is_bundle(job_id) else change_job)(job_id, options["value"], actor=self._user(options))
         self.stdout.write(f"change: {job_id} queued ({options['value']})")
 
     def _rerun(self, job_id: str, options: dict[str, Any]) -> None:
         from coordinators.services import rerun_job
 
+        if is_bundle(job_id):
+            self._rerun_bundle(job_id, options)
+            return
+        if options["coordinator"]:
+            raise CommandError("-coordinator is for bundle reruns; a coordinator rerun takes -action or -date")
         if bool(options["action"]) == bool(options["date"]):
             raise CommandError("-rerun needs exactly one of -action or -date")
         self._existing(job_id)
@@ -131,18 +195,72 @@ class Command(BaseCommand):
         lines.append(f"rerun: {len(actions)} action(s) of {job_id} queued")
         self.stdout.write("\n".join(lines))
 
+    def _rerun_bundle(self, job_id: str, options: dict[str, Any]) -> None:
+        """-coordinator names and/or -date ranges (one at least); the actions that will run again, by coordinator."""
+        from bundles.services import rerun_bundle
+
+        for option in ("action", "failed"):
+            if options[option]:
+                raise CommandError(f"-{option} is not valid for a bundle rerun; use -coordinator and/or -date")
+        if not (options["coordinator"] or options["date"]):
+            raise CommandError("a bundle -rerun needs -coordinator c1,c2 or -date A::B (or both)")
+        self._existing(job_id)
+        planned = rerun_bundle(
+            job_id, actor=self._user(options), coordinators=options["coordinator"], dates=options["date"],
+            refresh=options["refresh"], nocleanup=options["nocleanup"],
+        )
+        lines = []
+        for name, actions in planned.items():
+            lines += [f"coordinator {name}: {len(actions)} action(s)", f"  {'ID':<45} Nominal Time"]
+            lines += [f"  {action.id:<45} {format_datetime(action.nominal_time)}" for action in actions]
+        total = sum(len(actions) for actions in planned.values())
+        lines.append(f"rerun: {total} action(s) of {len(planned)} coordinator(s) of {job_id} queued")
+        self.stdout.write("\n".join(lines))
+
     def _control(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
+        from bundles.services import control_bundle, start_bundle
         from coordinators.services import control, start_job
 
         self._existing(job_id)
         actor = self._user(options)
-        if verb == "start":
+        if is_bundle(job_id) and verb == "start":
+            start_bundle(job_id, actor=actor)
+        elif is_bundle(job_id):
+            control_bundle(job_id, verb, actor=actor)
+        elif verb == "start":
             start_job(job_id, actor=actor)
         else:
             control(job_id, verb, actor=actor)
         self.stdout.write(f"{verb}: {job_id} queued")
 
+    def _bundle_info(self, job_id: str) -> None:
+        """The bundle, then one line per coordinator: name, coordinator job id, status, critical, pending, error."""
+        bundle = BundleJob.objects.select_related("owner").defer("applications").get(pk=job_id)
+        lines = [
+            f"Job ID : {bundle.id}",
+            "-" * 80,
+            f"Job Name    : {bundle.app_name}",
+            f"App Path    : {bundle.app_path or '-'}",
+            f"Status      : {bundle.status}",
+            f"User        : {bundle.owner.get_username()}",
+            f"Kickoff Time: {format_datetime(bundle.kick_off_time) if bundle.kick_off_time else '-'}",
+            f"Pause Time  : {format_datetime(bundle.pause_time) if bundle.pause_time else '-'}",
+            f"End Time    : {format_datetime(bundle.end_time) if bundle.end_time else '-'}",
+            f"Created     : {format_datetime(bundle.created_at)}",
+            "-" * 80,
+            f"{'Coordinator':<24} {'Job ID':<36} {'Status':<18} {'Critical':<8} {'Pending':<7} Err",
+        ]
+        for action in bundle.actions.order_by("coord_name"):
+            lines.append(
+                f"{action.coord_name:<24} {action.coord_job_id or '-':<36} {action.status:<18} "
+                f"{'yes' if action.critical else 'no':<8} {action.pending:<7} {action.error_message[:40]}"
+            )
+        self.stdout.write("\n".join(lines))
+
     def _info(self, job_id: str, options: dict[str, Any]) -> None:
+        if is_bundle(job_id):
+            self._bundle_info(job_id)
+            return
         job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
         lines = [
             f"Job ID : {job.id}",

@@ -1,7 +1,7 @@
 """The OpenAPI schema at /api/schema/ is accurate enough for schemathesis: no request makes a 500.
 
-A bounded property-based run: every operation of the native API (coordinators, dataset events,
-keyed jobs) gets generated valid and invalid requests from the schema, sent as an authenticated
+A bounded property-based run: every operation of the native API (coordinators, bundles, dataset
+events, keyed jobs) gets generated valid and invalid requests from the schema, sent as an authenticated
 user through the WSGI application; responses must not be server errors and must match the
 documented status codes, content types and bodies.
 """
@@ -29,16 +29,21 @@ from schemathesis.specs.openapi.checks import (
 from coordinators.services import submit_coordinator
 from tests.coordinators.api.factories import bulk_actions, coordinator_xml, token, user, window
 
-FULLY_CHECKED = ("/api/v1/coordinator-",)  # keyed jobs and dataset events do not document their 400/403 yet
+FULLY_CHECKED = ("/api/v1/coordinator-", "/api/v1/bundle-")  # keyed jobs and dataset events do not document their 400/403 yet
 MAX_EXAMPLES = 15  # per operation: the whole run stays well under a minute on two cores
 
 
 @pytest.fixture
 def caller(db: None) -> User:
-    """An authenticated submitter with one real job (so some generated ids hit a row)."""
+    """An authenticated submitter with one real job and one bundle of it (so some generated ids hit a row)."""
+    from bundles.models import BundleAction, BundleJob
+
     account = user("fuzz")
     job = submit_coordinator(coordinator_xml(), window(), owner=account, start=False)
     bulk_actions(job.id, 20)
+    bundle = BundleJob.objects.create(id="0000000-260101000000000-B", app_name="fuzz", definition="<bundle-app/>",
+                                      owner=account, status="RUNNING")
+    BundleAction.objects.create(id=f"{bundle.id}_c", bundle=bundle, coord_name="c", coord_job=job, status=job.status)
     return account
 
 

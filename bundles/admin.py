@@ -1,0 +1,358 @@
+"""Operator views of bundles: a list with filters and bulk verbs, and a read-only page per bundle.
+
+A bundle's page shows its fields, each coordinator with its status and progress, and a shared
+timeline of the coordinators' actions (rows: coordinators; columns: nominal times, the most
+recent first, paged back). Nothing here edits a status: the bulk verbs call `bundles.services`
+as the operator, so permissions (owner, ACL, job admins) and status rules are checked where the
+API and the CLI check them. The page costs a fixed number of queries however many coordinators
+the bundle has: one for the coordinators, one for their progress, two for the timeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
+from bundles.models import BundleAction, BundleJob
+from coordinators.admin import MAX_MESSAGES, STATUS_COLOURS, ReadOnlyAdmin, pretty
+from coordinators.choices import ActionStatus, IllegalTransition
+from coordinators.models import CoordinatorAction
+from coordinators.permissions import JobPermissionDenied
+
+TIMELINE_COLUMNS = 48
+MAX_TIMELINE_PAGE = 100_000  # a larger ?timeline= would overflow the database's OFFSET
+# The coordinator admin's colours, plus bundle and coordinator job statuses. A timeline cell has
+# no text, so action statuses the coordinator admin shares a colour for get their own here.
+COLOURS = {
+    **STATUS_COLOURS,
+    "SUBMITTED": "#64b5f6", "KILLED": "#4e342e", "TIMEDOUT": "#ff8f00", "SKIPPED": "#bdbdbd",
+    "PREP": "#757575", "PREPSUSPENDED": "#ef6c00", "PREPPAUSED": "#00838f",
+    "SUSPENDED": "#ef6c00", "SUSPENDEDWITHERROR": "#e65100", "PAUSED": "#00838f", "PAUSEDWITHERROR": "#006064",
+    "RUNNINGWITHERROR": "#ad1457", "DONEWITHERROR": "#ad1457",
+}
+EMPTY_TITLE = "no action at this nominal time"
+
+
+def status_badge(status: str) -> str:
+    """A status as a coloured label (bundle, coordinator job or action status)."""
+    return format_html(
+        '<span style="color:#fff;background:{};padding:1px 5px;border-radius:3px;font-size:10.5px;white-space:nowrap">'
+        "{}</span>",
+        COLOURS.get(status, "#455a64"), status or "-",
+    )
+
+
+def short_id(job_id: str) -> str:
+    """`0000012-B` for `0000012-261122093000123-B`: the sequence and the kind fit a narrow column."""
+    parts = job_id.split("-")
+    return f"{parts[0]}-{parts[-1]}" if len(parts) >= 3 else job_id
+
+
+def when(value: datetime | None) -> str:
+    """A time in the project's time zone as `YYYY-MM-DD HH:MM`, or '-'."""
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+
+
+def two_lines(value: datetime) -> str:
+    """A time for a narrow column: the date, then the time, never broken inside the date."""
+    day, clock = when(value).split(" ")
+    return format_html('<span style="white-space:nowrap">{}</span> {}', day, clock)
+
+
+# --- what the bundle page shows -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A coordinator job's actions: how many in each status, and the newest nominal time."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    last_nominal: datetime | None = None
+
+
+def coordinator_progress(job_ids: Iterable[str]) -> dict[str, Progress]:
+    """Progress of each coordinator job, in one GROUP BY over the (job, status, nominal_time) index."""
+    counts: dict[str, dict[str, int]] = {}
+    last: dict[str, datetime] = {}
+    rows = (
+        CoordinatorAction.objects.filter(job_id__in=list(job_ids)).order_by().values_list("job_id", "status")
+        .annotate(n=Count("pk"), newest=Max("nominal_time"))
+    )
+    for job_id, status, n, newest in rows:
+        counts.setdefault(job_id, {})[status] = n
+        if newest is not None and (job_id not in last or newest > last[job_id]):
+            last[job_id] = newest
+    return {
+        job_id: Progress({s: by_status[s] for s in ActionStatus.values if s in by_status}, last.get(job_id))
+        for job_id, by_status in counts.items()
+    }
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The shared timeline: nominal times (oldest first), one row of cells per coordinator, paging."""
+
+    columns: list[datetime]
+    rows: list[dict[str, Any]]
+    statuses: list[dict[str, str]]
+    page: int
+    has_older: bool
+
+
+def shared_timeline(actions: list[BundleAction], page: int, width: int = TIMELINE_COLUMNS) -> Timeline:
+    """The `page`th window (1: the newest) of `width` nominal times among the coordinators' actions, as a grid.
+
+    Two queries: the window's distinct nominal times (one more than shown, to know whether
+    there are older ones), then the actions inside it.
+    """
+    job_ids = [a.coord_job_id for a in actions if a.coord_job_id]
+    newest_first = list(
+        CoordinatorAction.objects.filter(job_id__in=job_ids).order_by("-nominal_time")
+        .values_list("nominal_time", flat=True).distinct()[(page - 1) * width:page * width + 1]
+    ) if job_ids else []
+    has_older = len(newest_first) > width
+    columns = sorted(newest_first[:width])
+    cells: dict[tuple[str, datetime], CoordinatorAction] = {}
+    if columns:
+        window = CoordinatorAction.objects.filter(
+            job_id__in=job_ids, nominal_time__gte=columns[0], nominal_time__lte=columns[-1]
+        ).only("id", "job_id", "number", "status", "nominal_time", "started_at", "ended_at")
+        cells = {(a.job_id, a.nominal_time): a for a in window}
+    seen: set[str] = set()
+    rows = []
+    for bundle_action in actions:
+        row = []
+        for nominal in columns:
+            action = cells.get((bundle_action.coord_job_id or "", nominal))
+            if action is None:
+                row.append({"empty": True, "title": f"{when(nominal)}: {EMPTY_TITLE}"})
+                continue
+            seen.add(action.status)
+            row.append({
+                "colour": COLOURS.get(action.status, "#455a64"),
+                "status": action.status,
+                "url": reverse("admin:coordinators_coordinatoraction_change", args=[quote(action.pk)]),
+                "title": (
+                    f"{action.pk} · {action.status} · nominal {when(action.nominal_time)}"
+                    f" · started {when(action.started_at)} · ended {when(action.ended_at)}"
+                ),
+            })
+        rows.append({"name": bundle_action.coord_name, "cells": row})
+    statuses = [{"status": s, "colour": COLOURS.get(s, "#455a64")} for s in ActionStatus.values if s in seen]
+    return Timeline(columns, rows, statuses, page, has_older)
+
+
+def bundle_summary(bundle: BundleJob) -> list[tuple[str, str]]:
+    """The bundle's fields as (label, HTML) pairs: status, pending, owner, ACL, paths, kick-off, pause, end, times."""
+    zone = timezone.get_current_timezone_name()
+
+    def at(value: datetime | None, empty: str = "-") -> str:
+        return f"{when(value)} {zone}" if value is not None else empty
+
+    pending = "yes: a verb is being carried out" if bundle.pending else "no"
+    return [
+        ("Status", status_badge(bundle.status)),
+        ("Pending", format_html('<span class="value-pending">{}</span>', pending)),
+        ("Owner", format_html("{}", bundle.owner.get_username())),
+        ("Kick-off time", format_html("{}", at(bundle.kick_off_time, "none: at once"))),
+        ("Pause time", format_html("{}", at(bundle.pause_time))),
+        ("End time", format_html("{}", at(bundle.end_time, "none: each coordinator's own"))),
+        ("Started", format_html("{}", at(bundle.started_at))),
+        ("Ended", format_html("{}", at(bundle.ended_at))),
+        ("Created", format_html("{}", at(bundle.created_at))),
+        ("ACL", format_html("{}", bundle.acl or "-")),
+        ("External id", format_html("{}", bundle.external_id or "-")),
+        ("App path", format_html("{}", bundle.app_path or "-")),
+    ]
+
+
+def coordinator_rows(actions: list[BundleAction]) -> list[dict[str, Any]]:
+    """One row per coordinator: its bundle action, its job's links and progress (one query for all)."""
+    progress = coordinator_progress(a.coord_job_id for a in actions if a.coord_job_id)
+    action_list = reverse("admin:coordinators_coordinatoraction_changelist")
+    rows = []
+    for action in actions:
+        job_id = action.coord_job_id
+        done = progress.get(job_id or "", Progress())
+        rows.append({
+            "action": action,
+            "badge": status_badge(action.status),
+            "job_id": job_id or action.planned_coord_id,
+            "short_id": short_id(job_id or action.planned_coord_id),
+            "job_url": reverse("admin:coordinators_coordinatorjob_change", args=[quote(job_id)]) if job_id else "",
+            "timeline_url": (
+                reverse("admin:coordinators_coordinatorjob_timeline", args=[quote(job_id)]) if job_id else ""
+            ),
+            "by_status": [
+                {"status": s, "count": n, "colour": COLOURS.get(s, "#455a64"),
+                 "url": f"{action_list}?job={quote(job_id or '')}&status__exact={s}"}
+                for s, n in done.counts.items()
+            ],
+            "last_nominal": done.last_nominal,
+        })
+    return rows
+
+
+# --- the admin ----------------------------------------------------------------------------
+
+
+def _verb_action(verb: str, description: str) -> Callable[..., None]:
+    """A bulk action that calls the domain action for `verb` on each selected bundle, reporting per bundle."""
+
+    @admin.action(description=description, permissions=["change"])
+    def act(modeladmin: BundleJobAdmin, request: HttpRequest, queryset: QuerySet[BundleJob]) -> None:
+        modeladmin.run_verb(request, queryset, verb)
+
+    act.__name__ = f"{verb}_bundles"
+    return act
+
+
+def _count_actions(**conditions: Any) -> Coalesce:
+    """How many of a bundle's actions (its coordinators) meet the conditions, as a subquery on the outer bundle."""
+    matching = (
+        BundleAction.objects.filter(bundle=OuterRef("pk"), **conditions).order_by().values("bundle")
+        .annotate(n=Count("pk")).values("n")
+    )
+    return Coalesce(Subquery(matching), 0)
+
+
+class BundleChangeList(ChangeList):
+    """The list leaves out the XML and JSON columns it never shows."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        self.queryset = self.queryset.defer("definition", "applications", "configuration")
+        super().get_results(request)
+
+
+@admin.register(BundleJob)
+class BundleJobAdmin(ReadOnlyAdmin):
+    """Bundles: filters, search, coordinators done/total; a page with coordinators and a shared timeline."""
+
+    list_display = [
+        "short_id", "app_name", "status_column", "kick_off", "coordinators_done", "created",
+    ]
+    list_display_links = ["short_id"]
+    list_filter = [
+        "status", ("owner", admin.RelatedOnlyFieldListFilter), "app_name", "created_at", "kick_off_time",
+    ]
+    search_fields = ["^id", "app_name", "owner__username"]
+    ordering = ["-created_at"]
+    list_select_related = ["owner"]
+    list_per_page = 50
+    show_full_result_count = False
+    actions = [
+        _verb_action("start", "Start selected PREP bundles"),
+        _verb_action("suspend", "Suspend selected bundles"),
+        _verb_action("resume", "Resume selected bundles"),
+        _verb_action("kill", "Kill selected bundles"),
+    ]
+    # The fields are shown as a compact summary (bundle_summary) above the coordinators and their
+    # timeline; the form keeps only what is long: the properties and the XML, folded.
+    fieldsets = [("Definition", {"classes": ["collapse"], "fields": ["configuration_pretty", "definition_pretty"]})]
+    readonly_fields = ["configuration_pretty", "definition_pretty"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[BundleJob]:
+        """Bundles with their owner and how many of their coordinators ended.
+
+        The counts are correlated subqueries, not a join: the list's count and its filters'
+        choices leave them out, and only the rows shown (or sorted) compute them.
+        """
+        return super().get_queryset(request).select_related("owner").annotate(
+            coordinators_total=_count_actions(),
+            coordinators_ended=_count_actions(status__in=sorted(ACTION_TERMINAL)),
+        )
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return BundleChangeList
+
+    def run_verb(self, request: HttpRequest, queryset: QuerySet[BundleJob], verb: str) -> None:
+        """Call the domain action for each bundle as the operator; refusals are reported, not raised."""
+        from bundles.services import control_bundle, start_bundle
+
+        done: list[str] = []
+        refused: list[str] = []
+        for bundle_id in queryset.order_by("pk").values_list("pk", flat=True):
+            try:
+                if verb == "start":
+                    start_bundle(bundle_id, actor=request.user)
+                else:
+                    control_bundle(bundle_id, verb, actor=request.user)
+                done.append(bundle_id)
+            except (JobPermissionDenied, IllegalTransition, BundleJob.DoesNotExist) as exc:
+                refused.append(f"{bundle_id}: {exc}")
+        if done:
+            more = f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else ""
+            shown = ", ".join(done[:MAX_MESSAGES]) + more
+            self.message_user(request, f"{verb} queued for {len(done)} bundle(s): {shown}", messages.SUCCESS)
+        for reason in refused[:MAX_MESSAGES]:
+            self.message_user(request, f"{verb} refused for {reason}", messages.WARNING)
+        if len(refused) > MAX_MESSAGES:
+            self.message_user(request, f"... and {len(refused) - MAX_MESSAGES} more refused", messages.WARNING)
+
+    # --- list columns
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, obj: BundleJob) -> str:
+        # The sequence alone: every row is a bundle, and the column must leave room at 1,280 px.
+        return format_html('<span title="{}">{}</span>', obj.pk, obj.pk.split("-")[0])
+
+    @admin.display(description="status", ordering="status")
+    def status_column(self, obj: BundleJob) -> str:
+        if obj.pending:
+            return format_html('{} <span title="a verb is being carried out">…</span>', status_badge(obj.status))
+        return status_badge(obj.status)
+
+    @admin.display(description="kick-off", ordering="kick_off_time")
+    def kick_off(self, obj: BundleJob) -> str:
+        return two_lines(obj.kick_off_time) if obj.kick_off_time else "at once"
+
+    @admin.display(description="coordinators done", ordering="coordinators_ended")
+    def coordinators_done(self, obj: BundleJob) -> str:
+        total = getattr(obj, "coordinators_total", 0)
+        if not total:
+            return "not started" if obj.status in BUNDLE_PREP else "-"
+        return f"{getattr(obj, 'coordinators_ended', 0)}/{total}"
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: BundleJob) -> str:
+        return two_lines(obj.created_at)
+
+    # --- the page
+
+    @admin.display(description="configuration")
+    def configuration_pretty(self, obj: BundleJob) -> str:
+        return pretty(obj.configuration)
+
+    @admin.display(description="definition")
+    def definition_pretty(self, obj: BundleJob) -> str:
+        return format_html("<pre style='margin:0;white-space:pre-wrap'>{}</pre>", obj.definition)
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], add: bool = False, change: bool = False,
+        form_url: str = "", obj: BundleJob | None = None,
+    ) -> HttpResponse:
+        """The read-only page: a summary of the fields, the coordinators and the shared timeline of their actions."""
+        if obj is not None:
+            actions = list(obj.actions.order_by("coord_name"))  # the mirrored status: no join to the jobs
+            try:
+                page = min(max(1, int(request.GET.get("timeline", "1"))), MAX_TIMELINE_PAGE)
+            except ValueError:
+                page = 1
+            context.update(
+                summary=bundle_summary(obj), coordinators=coordinator_rows(actions),
+                timeline=shared_timeline(actions, page),
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)

@@ -1,0 +1,1 @@
+"""The native REST API of bundles (serializers, filters, views, urls)."""
