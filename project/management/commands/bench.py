@@ -13,8 +13,14 @@ def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[st
     from xcommands.benchmarks import run_keyed_queue_bench
 
     return run_keyed_queue_bench(
-        options["commands"], options["keys"], options["workers"], log, samples=options["samples"]
+        options["commands"], options["keys"] or 50, options["workers"], log, samples=options["samples"]
     )
+
+
+def _operation(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from operations.benchmarks import run_operation_bench
+
+    return run_operation_bench(options["jobs"] or 5000, options["keys"] or 100, options["workers"], log)
 
 
 def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -32,7 +38,16 @@ def _materialize(options: dict[str, Any], log: Callable[[str], None]) -> dict[st
 def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from coordinators.bench_runtime import run_trigger_latency_bench
 
-    return run_trigger_latency_bench(options["jobs"], options["minutes"], options["workers"], log)
+    return run_trigger_latency_bench(options["jobs"] or 500, options["minutes"], options["workers"], log)
+
+
+def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from bundles.benchmarks import BenchmarkUnavailable, run_bundle_bench
+
+    try:
+        return run_bundle_bench(options["coordinators"], options["workers"], log)
+    except BenchmarkUnavailable as exc:
+        raise CommandError(f"bench bundle: {exc}") from None
 
 
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -47,6 +62,8 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "materialize": _materialize,
     "trigger-latency": _trigger_latency,
     "api-pages": _api_pages,
+    "bundle": _bundle,
+    "operation": _operation,
 }
 
 
@@ -60,16 +77,19 @@ class Command(BaseCommand):
         parser.add_argument("name", help="which benchmark: " + ", ".join(sorted(BENCHMARKS)))
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--commands", type=int, default=3000)
-        parser.add_argument("--keys", type=int, default=50)
+        parser.add_argument("--keys", type=int, help="keyed-queue: keys (default 50); operation: keys (default 100)")
         parser.add_argument("--workers", type=int, default=2)
         parser.add_argument(
             "--samples", type=int, default=300, help="keyed-queue: cold-key latencies measured per phase"
         )
         parser.add_argument("--actions", type=int, default=100_000, help="materialize(-plan): actions to create or plan")
-        parser.add_argument("--jobs", type=int, default=500, help="trigger-latency: coordinators to run")
+        parser.add_argument(
+            "--jobs", type=int, help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000)"
+        )
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
         parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
         parser.add_argument("--job-actions", type=int, default=50_000, help="api-pages: actions of the big job")
+        parser.add_argument("--coordinators", type=int, default=200, help="bundle: coordinators in the bundle")
         parser.add_argument("--repeat", type=int, default=30, help="api-pages: requests timed per page")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -77,15 +97,19 @@ class Command(BaseCommand):
         runner = BENCHMARKS.get(options["name"])
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
-        for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat"):
-            if name in options and options[name] < 1:
+        for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
+                     "coordinators"):
+            if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 
         def log(line: str) -> None:
             self.stderr.write(line)
             self.stderr.flush()
 
-        figures = runner(options, log)
+        try:
+            figures = runner(options, log)
+        except RuntimeError as exc:  # a benchmark that cannot run says why (e.g. before `migrate`)
+            raise CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(figures))
         else:
