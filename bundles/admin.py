@@ -31,6 +31,8 @@ from coordinators.admin import MAX_MESSAGES, STATUS_COLOURS, ReadOnlyAdmin, pret
 from coordinators.choices import ActionStatus, IllegalTransition
 from coordinators.models import CoordinatorAction
 from coordinators.permissions import JobPermissionDenied
+from operations.bulk import VERBS as BULK_VERBS
+from operations.bulk import admin_threshold, start_for_selection
 
 TIMELINE_COLUMNS = 48
 MAX_TIMELINE_PAGE = 100_000  # a larger ?timeline= would overflow the database's OFFSET
@@ -278,9 +280,32 @@ class BundleJobAdmin(ReadOnlyAdmin):
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return BundleChangeList
 
+    def run_as_operation(self, request: HttpRequest, queryset: QuerySet[BundleJob], verb: str) -> None:
+        """Start the bulk operation for the selection; a conflicting one running is reported, nothing started."""
+        from operations.services import OperationConflict
+
+        try:
+            operation = start_for_selection("bundle", verb, queryset, user=request.user, filter_text="admin selection")
+        except OperationConflict as exc:
+            self.message_user(request, f"{verb} not started: {exc}", messages.ERROR)
+            return
+        link = reverse("admin:operations_operation_change", args=[operation.pk])
+        self.message_user(request, format_html(
+            '{} of {} bundle(s) runs as <a href="{}">operation {}</a>: its page shows the progress and what failed',
+            verb, operation.remaining, link, operation.pk,
+        ), messages.SUCCESS)
+
     def run_verb(self, request: HttpRequest, queryset: QuerySet[BundleJob], verb: str) -> None:
-        """Call the domain action for each bundle as the operator; refusals are reported, not raised."""
+        """Call the domain action for each bundle as the operator; refusals are reported, not raised.
+
+        More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
+        page answers at once with a link to it, where its progress and failures show.
+        """
         from bundles.services import control_bundle, start_bundle
+
+        if verb in BULK_VERBS and queryset.count() > admin_threshold():
+            self.run_as_operation(request, queryset, verb)
+            return
 
         done: list[str] = []
         refused: list[str] = []

@@ -26,6 +26,8 @@ from coordinators.choices import ActionStatus, IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent, SLARegistration
 from coordinators.permissions import JobPermissionDenied
 from coordinators.sla.notify import retry_now
+from operations.bulk import VERBS as BULK_VERBS
+from operations.bulk import admin_threshold, start_for_selection
 
 TIMELINE_PAGE = 100
 MAX_MESSAGES = 20
@@ -125,9 +127,32 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         "actions_summary", "sla_summary", "configuration_pretty", "definition_pretty",
     ]
 
+    def run_as_operation(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob], verb: str) -> None:
+        """Start the bulk operation for the selection; a conflicting one running is reported, nothing started."""
+        from operations.services import OperationConflict
+
+        try:
+            operation = start_for_selection("coordinator", verb, queryset, user=request.user, filter_text="admin selection")
+        except OperationConflict as exc:
+            self.message_user(request, f"{verb} not started: {exc}", messages.ERROR)
+            return
+        link = reverse("admin:operations_operation_change", args=[operation.pk])
+        self.message_user(request, format_html(
+            '{} of {} job(s) runs as <a href="{}">operation {}</a>: its page shows the progress and what failed',
+            verb, operation.remaining, link, operation.pk,
+        ), messages.SUCCESS)
+
     def run_verb(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob], verb: str) -> None:
-        """Call the domain action for each job as the operator; refusals are reported, not raised."""
+        """Call the domain action for each job as the operator; refusals are reported, not raised.
+
+        More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
+        page answers at once with a link to it, where its progress and failures show.
+        """
         from coordinators.services import control, start_job
+
+        if verb in BULK_VERBS and queryset.count() > admin_threshold():
+            self.run_as_operation(request, queryset, verb)
+            return
 
         done: list[str] = []
         refused: list[str] = []

@@ -39,6 +39,7 @@ TEMPLATES = {
     "E0603": "SQL error in operation, {0}",
     "E0604": "Job does not exist [{0}]",
     "E0605": "Action does not exist [{0}]",
+    "E0607": "Other error in operation [{0}], {1}",
     "E0700": "XML error, {0}",
     "E0701": "XML schema error, {0}",
     "E1001": "Could not read the coordinator job definition, {0}",

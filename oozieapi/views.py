@@ -1,7 +1,7 @@
 """The Oozie Web Services API (v1, v2) for coordinator and bundle jobs, on the same domain actions as everything else.
 
 Endpoints: /versions, /v{1,2}/admin/{status,build-version,available-timezones}, /v{1,2}/jobs
-(GET list, POST submit with a Hadoop XML configuration), /v{1,2}/job/{id} (GET info, definition,
+(GET list, POST submit with a Hadoop XML configuration, PUT bulk kill/suspend/resume), /v{1,2}/job/{id} (GET info, definition,
 log, errorlog, status; PUT start, suspend, resume, kill, change, rerun, dryrun) and /job/{id}@{n}.
 Views parse Oozie's parameters and call `coordinators.services`; bundles (`-B` ids, `jobtype=bundle`,
 `oozie.bundle.application.path`) go to `oozieapi.bundles`, on `bundles.services`. Errors become
@@ -29,7 +29,7 @@ from coordinators.definitions import parse_hadoop_configuration
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import check_read
-from oozieapi import bundles
+from oozieapi import bulk, bundles
 from oozieapi.auth import authenticate
 from oozieapi.errors import OozieError, bad_parameter, error_response, from_exception
 from oozieapi.filters import MAX_LEN, bool_parameter, filter_actions, filter_jobs, int_parameter
@@ -120,9 +120,9 @@ class AdminView(OozieView):
 
 
 class JobsView(OozieView):
-    """GET /oozie/v{1,2}/jobs: list coordinator or bundle jobs; POST: submit one from a Hadoop XML configuration."""
+    """GET /oozie/v{1,2}/jobs: list coordinator or bundle jobs; POST: submit one; PUT: bulk kill, suspend or resume."""
 
-    http_method_names = ["get", "head", "post"]
+    http_method_names = ["get", "head", "post", "put"]
 
     def get(self, request: HttpRequest, version: str) -> HttpResponse:
         """`jobtype=coord` lists coordinator jobs, `jobtype=bundle` bundles (filter, offset from 1, len); workflows are empty."""
@@ -172,6 +172,10 @@ class JobsView(OozieView):
             return json_response({"id": as_text(result), "actions": result["actions"]})
         job = services.submit_from_properties(properties, owner=self.caller, start=action == "start")
         return json_response({"id": job.id}, status=201)
+
+    def put(self, request: HttpRequest, version: str) -> HttpResponse:
+        """`action=kill|suspend|resume&jobtype=coordinator|bundle&filter=...&offset=&len=`: see oozieapi.bulk."""
+        return bulk.bulk_modify(self.caller, request.GET, zone=display_timezone(request.GET.get("timezone")))
 
 
 class JobView(OozieView):

@@ -109,3 +109,17 @@ def start_bulk(kind: str, verb: str, job_ids: list[str], *, user: Any, owner: st
         raise ValueError("the filter selects no job")
     arg = {"kind": kind, "user_id": user.pk, "filter": filter_text}
     return start_operation(type_name(verb), target_of(kind, owner), arg, job_ids, started_by=user)
+
+
+def admin_threshold() -> int:
+    """BULK_ADMIN_THRESHOLD: an admin selection larger than this runs as one operation (default 20)."""
+    from django.conf import settings
+
+    return int(getattr(settings, "BULK_ADMIN_THRESHOLD", 20))
+
+
+def start_for_selection(kind: str, verb: str, queryset: Any, *, user: Any, filter_text: str = "") -> Any:
+    """Start the operation for a selection of jobs (a queryset of them); its owner scope is their one owner, if one."""
+    owners = list(queryset.order_by().values_list("owner__username", flat=True).distinct()[:2])
+    job_ids = list(queryset.order_by("pk").values_list("pk", flat=True))
+    return start_bulk(kind, verb, job_ids, user=user, owner=owners[0] if len(owners) == 1 else None, filter_text=filter_text)

@@ -8,16 +8,19 @@ from rest_framework.routers import SimpleRouter
 from bundles.api import urls as bundle_urls
 from coordinators.api import urls as coordinator_urls
 from datasets.api.views import DatasetEventViewSet
+from operations.api.views import OperationViewSet
 from xcommands.api.views import KeyedJobViewSet
 
 router = SimpleRouter()
 router.register("keyed-jobs", KeyedJobViewSet, basename="keyed-job")
 router.register("dataset-events", DatasetEventViewSet, basename="dataset-event")
+router.register("operations", OperationViewSet, basename="operation")
 
 # name shown in the API root -> URL name of the collection.
 ROOT_LINKS: dict[str, str] = {
     "keyed-jobs": "keyed-job-list",
     "dataset-events": "dataset-event-list",
+    "operations": "operation-list",
     **coordinator_urls.ROOT_LINKS,
     **bundle_urls.ROOT_LINKS,
 }

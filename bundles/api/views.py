@@ -34,6 +34,7 @@ from coordinators.api.filters import readable_jobs
 from coordinators.api.serializers import CoordinatorActionSerializer
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
+from operations.api.bulk import bulk_schema, start_from_request
 from project.api_base import ERROR_BODY, DomainViewSet, accepted
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
@@ -72,6 +73,8 @@ class BundleJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainV
     def get_queryset(self) -> QuerySet[BundleJob]:
         """Readable bundles; lists newest first without the large columns, details with their coordinators."""
         queryset = readable_jobs(BundleJob.objects.all(), self.request.user)
+        if self.action == "bulk":
+            return queryset
         if self.action == "list":
             return (
                 queryset.select_related("owner").defer("definition", "configuration", "applications")
@@ -108,6 +111,12 @@ class BundleJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainV
             answer = status.HTTP_201_CREATED
         bundle = with_coordinators(BundleJob.objects.all()).get(pk=stored.pk)
         return Response(BundleJobDetailSerializer(bundle, context={"request": request}).data, status=answer)
+
+    @bulk_schema("bundle")
+    @action(detail=False, methods=["post"])
+    def bulk(self, request: Request) -> Response:
+        """202 with the operation carrying the verb out on every selected bundle (Oozie's `jobs -jobtype bundle -kill`)."""
+        return start_from_request(self, request, "bundle")
 
     @extend_schema(summary="What a bundle would start: each coordinator's configuration and first actions; nothing stored",
                    request=BundleDryRunSerializer, responses={200: BundleDryRunResultSerializer, **ERRORS})

@@ -40,6 +40,7 @@ from coordinators.api.serializers import (
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from operations.api.bulk import bulk_schema, start_from_request
 from project.api_base import ERROR_BODY, DomainViewSet, accepted
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
@@ -106,6 +107,12 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
             data.get("definition"), properties, owner=request.user, now=timezone.now(), max_actions=data["max_actions"],
         )
         return Response(result)
+
+    @bulk_schema("coordinator")
+    @action(detail=False, methods=["post"])
+    def bulk(self, request: Request) -> Response:
+        """202 with the operation carrying the verb out on every selected job (Oozie's `jobs -kill -filter`)."""
+        return start_from_request(self, request, "coordinator")
 
     @extend_schema(summary="The job's actions, paginated", parameters=[ORDER],
                    responses={200: CoordinatorActionSerializer(many=True), **ERRORS})

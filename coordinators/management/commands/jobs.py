@@ -1,0 +1,153 @@
+"""`manage.py jobs`: the `oozie jobs` command line: list coordinator or bundle jobs, or kill, suspend or resume them in bulk.
+
+`manage.py jobs -jobtype coordinator -filter 'name=etl;status=RUNNING'` lists a page of jobs;
+with `-kill`, `-suspend` or `-resume` (and a `-filter`, as Oozie requires) the jobs of that page
+(`-offset`, `-len`, as in Oozie) get the verb through one operation (operations.bulk), whose
+progress is printed until it ends (`-nowait`: print its id and return). Jobs the user may not
+act on, or whose status refuses the verb, are listed as failed, and the command then exits 1.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from datasets.timeline import format_datetime
+
+JOBTYPES = {"coordinator": "coordinator", "coord": "coordinator", "bundle": "bundle"}
+POLL_SECONDS = 0.5
+FAILURES_SHOWN = 50
+
+
+class Command(BaseCommand):
+    """List jobs by Oozie's filter, or kill/suspend/resume them in bulk as one operation."""
+
+    help = (
+        "oozie jobs: -jobtype coordinator|bundle [-filter 'name=N;user=U;status=S;...'] [-offset 1] [-len 50] "
+        "[-kill|-suspend|-resume [-nowait] [-timeout 600]] [-user NAME]"
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        """Oozie's single-dash options."""
+        verbs = parser.add_mutually_exclusive_group()
+        for verb in ("kill", "suspend", "resume"):
+            verbs.add_argument(f"-{verb}", dest="verb", action="store_const", const=verb,
+                               help=f"{verb} every job of the page the filter selects")
+        parser.add_argument("-jobtype", default="coordinator", help="coordinator (default) or bundle")
+        parser.add_argument("-filter", default=None, help="name=N;user=U;status=S;id=I;text=T;startcreatedtime=..;"
+                            "endcreatedtime=..;sortby=createdTime|lastModifiedTime (AND between names, OR within one)")
+        parser.add_argument("-offset", type=int, default=1, help="first job (1-based), as in Oozie")
+        parser.add_argument("-len", type=int, default=50, help="jobs per page (with a verb: how many get it), as in Oozie")
+        parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
+        parser.add_argument("-nowait", action="store_true", help="with a verb: print the operation and return at once")
+        parser.add_argument("-timeout", type=float, default=600.0, help="with a verb: seconds to follow the operation")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """List, or start the bulk operation and follow it."""
+        from oozieapi.errors import OozieError
+
+        kind = JOBTYPES.get(str(options["jobtype"]).lower())
+        if kind is None:
+            raise CommandError(f"-jobtype {options['jobtype']!r}: use coordinator or bundle")
+        if options["offset"] < 1 or not 1 <= options["len"] <= 1000:
+            raise CommandError("-offset must be 1 or more and -len 1 to 1000")
+        verb = options["verb"]
+        if verb and options["filter"] is None:
+            raise CommandError(f"-{verb} needs -filter (as in Oozie, a bulk verb never selects every job by default)")
+        user = self._user(options)
+        try:
+            queryset = self._selection(kind, user, options["filter"] or "")
+            total = queryset.count()
+        except OozieError as exc:
+            raise CommandError(exc.message) from None
+        start = options["offset"] - 1
+        page = list(queryset[start:start + options["len"]])
+        if not verb:
+            self._print_page(kind, page, total, options)
+            return
+        if not page:
+            self.stdout.write(f"the filter selects no {kind} job: nothing to {verb}")
+            return
+        self._bulk(kind, verb, [job.pk for job in page], user, options)
+
+    def _user(self, options: dict[str, Any]) -> Any:
+        name = options["user"] or getpass.getuser()
+        user = get_user_model().objects.filter(username=name).first()
+        if user is None:
+            raise CommandError(f"no user {name!r}; pass -user NAME of an existing user")
+        return user
+
+    def _selection(self, kind: str, user: Any, text: str) -> QuerySet[Any]:
+        from bundles.choices import BundleStatus
+        from bundles.models import BundleJob
+        from coordinators.api.filters import readable_jobs
+        from coordinators.choices import JobStatus
+        from coordinators.models import CoordinatorJob
+        from oozieapi.filters import filter_jobs
+
+        if kind == "bundle":
+            bundles = BundleJob.objects.select_related("owner").defer("definition", "applications", "configuration")
+            return filter_jobs(readable_jobs(bundles, user), text, timezone.now(), statuses=tuple(BundleStatus.values))
+        jobs = CoordinatorJob.objects.select_related("owner").defer("definition", "configuration")
+        return filter_jobs(readable_jobs(jobs, user), text, timezone.now(), statuses=tuple(JobStatus.values))
+
+    def _print_page(self, kind: str, page: list[Any], total: int, options: dict[str, Any]) -> None:
+        header = f"{'Job ID':<36} {'App Name':<24} {'Status':<18} {'User':<12} {'Created':<17}"
+        self.stdout.write(header)
+        self.stdout.write("-" * len(header))
+        for job in page:
+            self.stdout.write(
+                f"{job.pk:<36} {job.app_name[:24]:<24} {job.status:<18} {job.owner.get_username()[:12]:<12} "
+                f"{format_datetime(job.created_at):<17}"
+            )
+        first = options["offset"] if page else 0
+        self.stdout.write(f"{kind} jobs {first}-{options['offset'] + len(page) - 1 if page else 0} of {total}")
+
+    def _bulk(self, kind: str, verb: str, job_ids: list[str], user: Any, options: dict[str, Any]) -> None:
+        from oozieapi.bulk import owner_scope
+        from operations.bulk import start_bulk
+        from operations.choices import OperationStatus
+        from operations.models import Operation
+        from operations.services import OperationConflict, progress
+
+        try:
+            operation = start_bulk(kind, verb, job_ids, user=user, owner=owner_scope(options["filter"]),
+                                   filter_text=options["filter"])
+        except OperationConflict as exc:
+            raise CommandError(str(exc)) from None
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"operation {operation.pk}: {verb} of {len(job_ids)} {kind} job(s) started")
+        if options["nowait"]:
+            self.stdout.write(f"follow it at /api/v1/operations/{operation.pk}/ or in the admin")
+            return
+        deadline = time.monotonic() + options["timeout"]
+        shown = None
+        while True:
+            operation = Operation.objects.get(pk=operation.pk)
+            state = progress(operation)
+            line = f"  {state['done']}/{state['total']} done, {len(state['failed'])} failed"
+            if line != shown:
+                self.stdout.write(line)
+                shown = line
+            if operation.status != OperationStatus.RUNNING:
+                break
+            if time.monotonic() > deadline:
+                raise CommandError(
+                    f"operation {operation.pk} still runs after {options['timeout']:g} s (is a worker running?); "
+                    f"follow it at /api/v1/operations/{operation.pk}/"
+                )
+            time.sleep(POLL_SECONDS)
+        for failure in state["failed"][:FAILURES_SHOWN]:
+            self.stdout.write(f"FAILED {failure['partition']}: {failure['error']}")
+        if len(state["failed"]) > FAILURES_SHOWN:
+            self.stdout.write(f"... and {len(state['failed']) - FAILURES_SHOWN} more failed")
+        self.stdout.write(f"operation {operation.pk} {operation.status}")
+        if state["failed"]:
+            raise CommandError(f"{len(state['failed'])} of {state['total']} job(s) failed")
