@@ -267,3 +267,17 @@ def test_cli_bulk_verb_needs_a_filter_and_starts_the_operation() -> None:
     assert statuses(ids) == {JobStatus.SUSPENDED}
     with pytest.raises(CommandError, match="still runs after 0.2 s"):
         call_command("jobs", "-resume", "-filter", "user=ann", "-user", "ann", "-timeout", "0.2", stdout=io.StringIO())
+
+
+def test_flower_shows_each_job_command_by_name_with_its_key_and_operation() -> None:
+    """Each selected job is an `operations.OperationJobXCommand` on that job's key, naming the operation and its type."""
+    from xcommands.models import Command
+
+    ann = user("ann")
+    ids = bulk_jobs(ann, 2)
+    operation = start_bulk("coordinator", "kill", ids, user=ann, owner="ann")
+    rows = Command.objects.filter(name="operations.OperationJobXCommand").order_by("key")
+    shown = [row.display_kwargs() for row in rows]
+    assert [s["key"] for s in shown] == sorted(ids)
+    assert all(s["params"]["operation_id"] == operation.pk and s["params"]["kind"] == "bulk-kill" for s in shown)
+    assert sorted(p for s in shown for p in s["params"]["partitions"]) == sorted(ids)

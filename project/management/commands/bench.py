@@ -56,6 +56,27 @@ def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str,
     return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"], log)
 
 
+NO_DATABASE = frozenset({"materialize-plan"})  # pure computation; every other benchmark stores rows
+
+
+def check_database() -> None:
+    """CommandError unless the database answers and every migration is applied (one line, no traceback)."""
+    from django.db import DatabaseError, connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    try:
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        raise CommandError(f"cannot reach the database: {' '.join(str(exc).split())}") from None
+    if plan:
+        names = [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
+        raise CommandError(
+            f"the database is not migrated ({len(names)} migration(s) not applied, e.g. {', '.join(names[:3])}): "
+            "run `python manage.py migrate` first"
+        )
+
+
 BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str, Any]]] = {
     "keyed-queue": _keyed_queue,
     "materialize-plan": _materialize_plan,
@@ -101,6 +122,9 @@ class Command(BaseCommand):
                      "coordinators"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+
+        if options["name"] not in NO_DATABASE:
+            check_database()
 
         def log(line: str) -> None:
             self.stderr.write(line)
