@@ -9,3 +9,7 @@ class BatchesConfig(AppConfig):
     """Batches: submissions expanding into jobs that walk a staged pipeline."""
 
     name = "batches"
+
+    def ready(self) -> None:
+        """Register the batch operation type and the commands."""
+        from batches import commands, operation  # noqa: F401 - registration

@@ -16,11 +16,16 @@ class JobPermissionDenied(PermissionError):  # noqa: N818 - reads as the conditi
 
 
 class OwnedJob(Protocol):
-    """Anything with an owner and an Oozie ACL string (coordinator jobs, later bundles)."""
+    """Anything with an id, an owner and an Oozie ACL string (coordinator jobs, bundles, batches and their jobs)."""
 
-    id: str
-    acl: str
-    owner_id: Any
+    @property
+    def id(self) -> Any: ...  # noqa: D102
+
+    @property
+    def acl(self) -> str: ...  # noqa: D102
+
+    @property
+    def owner_id(self) -> Any: ...  # noqa: D102
 
 
 def acl_names(acl: str) -> set[str]:

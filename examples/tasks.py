@@ -77,3 +77,30 @@ def require(configuration: dict[str, Any], nominal_time: str) -> str:
     if not path.exists():
         raise FileNotFoundError(f"{path} is not there (nominal time {nominal_time})")
     return str(path)
+
+
+@shared_task(name="examples.ingest_noop")
+def ingest_noop(**job: Any) -> None:
+    """A batch profile's processing task that does nothing (benchmarks, tests)."""
+    return None
+
+
+@shared_task(name="examples.ingest_store")
+def ingest_store(**job: Any) -> dict[str, Any]:
+    """A batch profile's processing task: write the object's ERC file beside its files, as Merritt's ingest does.
+
+    Called with the job: `primary_id`, `local_ids`, `working_dir`, `files` (name, size, path),
+    `erc` (what, who, when, where) and more (see `batches.stages.task_arguments`).
+    """
+    directory = Path(job["working_dir"]) / "system"
+    directory.mkdir(parents=True, exist_ok=True)
+    erc = job.get("erc") or {}
+    lines = ["erc:", *(f"{k}: {v}" for k, v in erc.items() if v)]
+    (directory / "mrt-erc.txt").write_text("\n".join(lines) + "\n")
+    return {"files": len(job.get("files") or []), "primary_id": job["primary_id"]}
+
+
+@shared_task(name="examples.ingest_fail")
+def ingest_fail(**job: Any) -> None:
+    """A processing task that always fails (tests of failure and resume)."""
+    raise RuntimeError(f"storage refused {job.get('primary_id')}")

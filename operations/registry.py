@@ -13,7 +13,10 @@ A type is a registered subclass of `OperationType` (the seed's DistributedOperat
 - `atomic_jobs`: whether a job's work and its outcome commit in one transaction (short jobs
   whose effect and outcome must not part), or its progress commits as it goes (long jobs);
 - `compatible_with`: the types that may run on the same target at the same time (the seed's
-  runOps); compatibility must be declared on both sides.
+  runOps); compatibility must be declared on both sides;
+- `detached`: the jobs are driven by something else (a batch's stages, each a command of its
+  own): `start_operation` records them RUNNING and queues nothing, and their driver ends each
+  with `operations.services.end_job` (the same conditional write as `context.mark_complete`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class OperationType:
     resumable: ClassVar[bool] = True
     atomic_jobs: ClassVar[bool] = False
     compatible_with: ClassVar[frozenset[str]] = frozenset()
+    detached: ClassVar[bool] = False
     #: Attempts of one job (the command engine's retries) before it fails.
     max_retries: ClassVar[int] = 5
 

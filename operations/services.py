@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
@@ -77,6 +78,14 @@ def start_operation(
         operation = Operation.objects.create(
             type=type_name, target=target, arg=arg, started_by=started_by, remaining=len(unique)
         )
+        if kind.detached:  # driven elsewhere: running from the start, ended with end_job
+            now = timezone.now()
+            OperationJob.objects.bulk_create(
+                (OperationJob(operation=operation, partition=p, key=k, status=JobStatus.RUNNING, started_at=now)
+                 for p, k in unique),
+                batch_size=2000,
+            )
+            return operation
         OperationJob.objects.bulk_create(OperationJob(operation=operation, partition=p, key=k) for p, k in unique)
         by_key: dict[str, list[str]] = {}
         for partition, key in unique:
@@ -91,6 +100,39 @@ def start_operation(
 
             Command.objects.filter(pk__in=[row.pk for row in rows]).update(max_retries=kind.max_retries)
     return operation
+
+
+def end_job(operation_id: int, partition: str, success: bool, error: str = "") -> bool:
+    """Write a detached job's outcome (once: a second call is a no-op); the last one queues the completion.
+
+    Runs in the caller's transaction, so the outcome commits with whatever ended the job.
+    """
+    from operations.context import JobContext
+
+    job = OperationJob.objects.filter(operation_id=operation_id, partition=partition).first()
+    operation = Operation.objects.filter(pk=operation_id).only("pk", "target", "status").first()
+    if job is None or operation is None:
+        return False
+    return JobContext(job, operation).mark_complete(success, error)
+
+
+def reopen_job(operation_id: int, partition: str) -> bool:
+    """Withdraw a failed (or cancelled) job's outcome while its operation runs: an admin gave it another chance.
+
+    Under the operation's row lock, like the countdown, so a completion queued meanwhile finds
+    an unfinished job and is skipped, and the job's next outcome counts down again. False (and
+    nothing changes) when the operation has ended: the job then goes on outside it.
+    """
+    with transaction.atomic():
+        operation = Operation.objects.select_for_update().filter(pk=operation_id, status=OperationStatus.RUNNING).first()
+        if operation is None:
+            return False
+        reopened = OperationJob.objects.filter(
+            operation_id=operation_id, partition=partition, status__in=[JobStatus.FAILED, JobStatus.CANCELLED]
+        ).update(status=JobStatus.RUNNING, error="", finished_at=None)
+        if reopened:
+            Operation.objects.filter(pk=operation_id).update(remaining=F("remaining") + 1)
+        return bool(reopened)
 
 
 def cancel_operation(operation_id: int) -> Operation:

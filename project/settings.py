@@ -207,6 +207,30 @@ COORD_APPLICATION_ROOTS = env_list(
 )
 # Where submitted coordinators may read <include>d dataset files from (no http(s): no SSRF).
 COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory", "s3", "hdfs"])
+# Batches (ingest): how many stages run at once (each job takes a slot per stage, lowest
+# priority number first), where jobs download to, what submissions may read.
+BATCH_SLOTS = env_int("BATCH_SLOTS", 8)
+BATCH_WORK_ROOT = env_str("BATCH_WORK_ROOT", str(VAR_DIR / "ingest"))
+# API submissions read payloads only under these roots (the CLI reads what its user can);
+# http(s) payloads only when BATCH_ALLOW_HTTP (the server then fetches what submitters name).
+BATCH_PAYLOAD_ROOTS = env_list(
+    "BATCH_PAYLOAD_ROOTS", [f"file://{BASE_DIR / 'examples'}", f"file://{VAR_DIR / 'deposits'}", "memory://", "s3://"],
+)
+BATCH_PAYLOAD_PROTOCOLS = env_list("BATCH_PAYLOAD_PROTOCOLS", ["file", "memory", "s3"])
+BATCH_ALLOW_HTTP = env_bool("BATCH_ALLOW_HTTP", False)
+BATCH_MANIFEST_MAX_BYTES = env_int("BATCH_MANIFEST_MAX_BYTES", 16 * 1024 * 1024)
+BATCH_DOWNLOAD_RETRIES = env_int("BATCH_DOWNLOAD_RETRIES", 3)
+BATCH_DOWNLOAD_PARALLELISM = env_int("BATCH_DOWNLOAD_PARALLELISM", 4)
+BATCH_HTTP_TIMEOUT_SECONDS = env_int("BATCH_HTTP_TIMEOUT_SECONDS", 30)
+# Defaults of the admin-editable ingest settings (the first read stores them in the database).
+BATCH_RESERVE_BYTES = env_int("BATCH_RESERVE_BYTES", 256 * 1024 * 1024)
+BATCH_PROVISION_SLEEP_SECONDS = env_int("BATCH_PROVISION_SLEEP_SECONDS", 5)
+BATCH_LARGE_JOB_BYTES = env_int("BATCH_LARGE_JOB_BYTES", 10 * 1024**3)
+BATCH_LARGE_JOB_PRIORITY = env_int("BATCH_LARGE_JOB_PRIORITY", 10)
+# Completed batches (rows, reports, working directories) are removed after this many days.
+BATCH_RETENTION_DAYS = env_int("BATCH_RETENTION_DAYS", 30)
+# Free slots are filled (and waiting provisioning jobs looked at again) at least this often.
+BATCH_DISPATCH_SECONDS = env_int("BATCH_DISPATCH_SECONDS", 1)
 # Finished commands (the engine's history) are kept this long.
 COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
 CELERY_BEAT_SCHEDULE = {
@@ -250,6 +274,16 @@ CELERY_BEAT_SCHEDULE = {
     },
     "bundle-services": {
         "task": "statusservice.bundles",
+        "schedule": float(STATUS_SERVICE_SECONDS),
+        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
+    },
+    "batch-dispatch": {
+        "task": "statusservice.batch_dispatch",
+        "schedule": float(BATCH_DISPATCH_SECONDS),
+        "options": {"expires": float(BATCH_DISPATCH_SECONDS)},
+    },
+    "batch-housekeeping": {
+        "task": "statusservice.batch_housekeeping",
         "schedule": float(STATUS_SERVICE_SECONDS),
         "options": {"expires": float(STATUS_SERVICE_SECONDS)},
     },
@@ -327,6 +361,9 @@ SPECTACULAR_SETTINGS = {
         "CoordinatorActionStatusEnum": "coordinators.choices.ActionStatus",
         "KeyedJobStatusEnum": "xcommands.choices.CommandStatus",
         "BundleJobStatusEnum": "bundles.choices.BundleStatus",
+        "BatchStatusEnum": "batches.choices.BatchStatus",
+        "BatchJobStatusEnum": "batches.choices.JobStatus",
+        "BatchSubmissionTypeEnum": "batches.choices.SubmissionType",
     },
 }
 

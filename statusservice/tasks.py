@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from statusservice import bundles, coordinators, operations
+from statusservice import batches, bundles, coordinators, operations
 
 
 @shared_task(name="statusservice.materialization_trigger", ignore_result=True)
@@ -65,3 +65,15 @@ def bundle_kickoffs() -> int:
 def operation_services() -> int:
     """Operations: complete those whose jobs all ended but whose completion was lost."""
     return operations.lost_completions(timezone.now())
+
+
+@shared_task(name="statusservice.batch_dispatch", ignore_result=True)
+def batch_dispatch() -> int:
+    """Batches: free slots go to the best runnable jobs (every BATCH_DISPATCH_SECONDS)."""
+    return batches.dispatch(timezone.now())
+
+
+@shared_task(name="statusservice.batch_housekeeping", ignore_result=True)
+def batch_housekeeping() -> dict[str, int]:
+    """Batches: leaked slots freed, leftover working directories removed, expired batches deleted."""
+    return batches.housekeeping(timezone.now())

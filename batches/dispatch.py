@@ -1,0 +1,107 @@
+"""Taking jobs by priority: BATCH_SLOTS slots, each held by one job while one of its stages runs.
+
+The seed's consumers take jobs from each state's queue sorted by priority (`XX-JID`). Here a
+job waiting in a stage's queue is taken when a slot frees: the runnable job with the lowest
+priority number, then the oldest, whatever its stage. A stage that ends hands its slot to the
+next job in the same transaction (no gap, no separate dispatcher); a beat service fills any
+slot left free by a race (a job that became runnable while every slot was busy and none
+freed after it committed). Jobs are locked with SKIP LOCKED, so two dispatchers never take
+the same job and never wait for each other.
+
+Runnable: in a stage's queue, no slot, not blocked by an older job of the same object, not
+asleep (`not_before`, a provisioning job waiting for space). A deleted batch's jobs are
+deleted, so they are never runnable.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from batches.choices import QUEUES
+from batches.config import slots
+from batches.models import BatchJob, Slot
+
+log = logging.getLogger(__name__)
+
+def ensure_slots() -> None:
+    """Create missing slot rows up to BATCH_SLOTS (idempotent); slots above it are left to drain."""
+    wanted = slots()
+    have = set(Slot.objects.values_list("number", flat=True))
+    missing = [Slot(number=n) for n in range(1, wanted + 1) if n not in have]
+    if missing:
+        Slot.objects.bulk_create(missing, ignore_conflicts=True)
+
+
+def runnable_jobs() -> Any:
+    """Runnable jobs in taking order (the partial index `batch_job_runnable_idx`)."""
+    now = timezone.now()
+    return (
+        BatchJob.objects.filter(status__in=sorted(QUEUES), dispatched=False, blocked_by__isnull=True)
+        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+        .order_by("priority", "id")
+    )
+
+
+def _take(slot: Slot) -> BatchJob | None:
+    """Give the slot (locked by the caller) to the next runnable job, queue that job's stage; the job, or None."""
+    from batches.commands.job import BatchJobStageXCommand
+    from xcommands.queue import enqueue
+
+    job = runnable_jobs().select_for_update(skip_locked=True, of=("self",)).only(
+        "pk", "status", "object_key", "stage_token", "priority",
+    ).first()
+    if job is None:
+        return None
+    now = timezone.now()
+    token = job.stage_token + 1
+    BatchJob.objects.filter(pk=job.pk).update(dispatched=True, stage_token=token)
+    slot.job_id = job.pk
+    slot.since = now
+    slot.save(update_fields=["job", "since"])
+    enqueue(BatchJobStageXCommand(job_id=job.pk, stage=job.status, token=token, key=job.object_key))
+    return job
+
+
+def fill_slots(limit: int | None = None) -> int:
+    """Hand free slots to runnable jobs, best first; how many jobs were taken."""
+    taken = 0
+    with transaction.atomic():
+        free = list(
+            Slot.objects.select_for_update(skip_locked=True).filter(job__isnull=True, number__lte=slots())
+            .order_by("number")[: limit or slots()]
+        )
+        for slot in free:
+            if _take(slot) is None:
+                break
+            taken += 1
+    return taken
+
+
+def release(job_id: int, *, hand_over: bool = True) -> None:
+    """The job's stage ended: free its slot and (in the same transaction) give it to the next job."""
+    slot = Slot.objects.select_for_update().filter(job_id=job_id).first()
+    BatchJob.objects.filter(pk=job_id).update(dispatched=False)
+    if slot is None:
+        return
+    slot.job_id = None
+    slot.since = None
+    slot.save(update_fields=["job", "since"])
+    if hand_over and slot.number <= slots():
+        _take(slot)
+
+
+def fill_after_commit() -> None:
+    """Fill free slots once the caller's transaction commits (new runnable jobs)."""
+    transaction.on_commit(lambda: _fill_quietly())
+
+
+def _fill_quietly() -> None:
+    try:
+        fill_slots()
+    except Exception:  # the beat's dispatch fills them a second later
+        log.warning("filling batch slots failed; the dispatch service will", exc_info=True)

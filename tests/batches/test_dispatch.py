@@ -1,0 +1,102 @@
+"""Taking jobs: by priority then age, behind older jobs of the same object, never twice (threads race: PostgreSQL in CI)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from batches.choices import JobStatus as J
+from batches.dispatch import ensure_slots, fill_slots, runnable_jobs
+from batches.models import Batch, BatchJob, Slot
+from tests.batches.conftest import Ingest, settle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def stored_jobs(ingest: Ingest, priorities: list[int], keys: list[str] | None = None) -> list[BatchJob]:
+    """A processing batch with jobs waiting in `pending`, as its start leaves them (no commands)."""
+    batch = Batch.objects.create(
+        profile=ingest.profile, collection=ingest.collection, owner=ingest.owner, submitter="ann", type="file",
+        payload_url="file:///x", status="processing",
+    )
+    return [
+        BatchJob.objects.create(
+            batch=batch, number=n, priority=priority, object_key=(keys[n - 1] if keys else f"batch-job:{n}"),
+            payload_url="file:///x", payload_type="file", working_dir="/tmp/x",
+        )
+        for n, priority in enumerate(priorities, start=1)
+    ]
+
+
+def test_the_lowest_priority_number_is_taken_first_then_the_oldest(ingest: Ingest, settings: object) -> None:
+    jobs = stored_jobs(ingest, [5, 1, 9, 1, 5])
+    assert [job.pk for job in runnable_jobs()] == [jobs[i].pk for i in (1, 3, 0, 4, 2)]
+    ensure_slots()
+    assert fill_slots(limit=2) == 2
+    taken = set(BatchJob.objects.filter(dispatched=True).values_list("pk", flat=True))
+    assert taken == {jobs[1].pk, jobs[3].pk}
+    assert set(Slot.objects.exclude(job=None).values_list("job_id", flat=True)) == taken
+
+
+def test_a_newer_job_of_an_object_waits_for_the_older_one(ingest: Ingest) -> None:
+    """Two versions of one object in one batch: the second is blocked until the first ends, whatever its priority."""
+    url = ingest.deposit.objects(1)
+    first = ingest.submit(url, priority=9)
+    second = ingest.submit(url, priority=0)  # same object (local id obj001), better priority
+    from tests.batches.conftest import run_pending_commands
+
+    run_pending_commands()  # both started; their stages run below
+    older, newer = BatchJob.objects.get(batch=first), BatchJob.objects.get(batch=second)
+    assert newer.blocked_by_id == older.pk and older.blocked_by_id is None
+    settle()
+    older.refresh_from_db()
+    newer.refresh_from_db()
+    assert (older.status, newer.status) == (J.COMPLETED, J.COMPLETED)
+    older_end = max(e["at"] for e in older.history)
+    newer_start = min(e["started"] for e in newer.history if "started" in e)
+    assert newer_start > older_end, "the newer version ran after the older one ended"
+    assert (older.inventory_version, newer.inventory_version) == (1, 2)
+
+
+def test_racing_dispatchers_never_take_a_job_twice_nor_fill_a_slot_twice(ingest: Ingest, settings: object) -> None:
+    """8 threads fill 4 slots from 40 runnable jobs at the same instant, 5 rounds: 4 distinct jobs each time."""
+    jobs = stored_jobs(ingest, [n % 7 for n in range(40)])
+    ensure_slots()
+    for round_number in range(5):
+        barrier = threading.Barrier(8)
+        errors: list[BaseException] = []
+
+        def fill(barrier: threading.Barrier = barrier, errors: list[BaseException] = errors) -> None:
+            try:
+                barrier.wait(timeout=10)
+                fill_slots()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=fill) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        locked = [e for e in errors if "locked" in str(e)]  # SQLite: a writer waiting too long (not a double take)
+        assert not [e for e in errors if e not in locked], errors
+        holders = list(Slot.objects.exclude(job=None).values_list("job_id", flat=True))
+        dispatched = list(BatchJob.objects.filter(dispatched=True).values_list("pk", flat=True))
+        assert len(holders) == len(set(holders)) == 4, (round_number, holders)
+        assert sorted(holders) == sorted(dispatched)
+        tokens = Counter(BatchJob.objects.filter(pk__in=holders).values_list("stage_token", flat=True))
+        assert set(tokens) <= {1, 2, 3, 4, 5}
+        # the stage commands queued match the jobs taken, one each
+        from xcommands.models import Command
+
+        queued = Counter(c.params["job_id"] for c in Command.objects.filter(name="batches.BatchJobStageXCommand"))
+        assert all(queued[pk] >= 1 for pk in holders)
+        BatchJob.objects.filter(pk__in=holders).update(dispatched=False, status=J.COMPLETED)
+        Slot.objects.update(job=None)
+    assert BatchJob.objects.filter(status=J.COMPLETED).count() == 20
+    assert len(jobs) == 40
