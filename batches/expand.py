@@ -37,6 +37,7 @@ class JobSpec:
     title: str = ""
     creator: str = ""
     date: str = ""
+    payload_digest: dict[str, str] | None = None
 
 
 def url_name(url: str) -> str:
@@ -75,7 +76,9 @@ def job_specs(batch: Batch) -> list[JobSpec]:
     if kind == T.MANIFEST_OF_MANIFESTS:
         return [
             JobSpec(spec.manifest_url, kind, local_ids=list(spec.local_ids), primary_id=spec.primary_id,
-                    title=spec.title, creator=spec.creator, date=spec.date)
+                    title=spec.title, creator=spec.creator, date=spec.date,
+                    payload_digest=({"algorithm": spec.manifest_digest.algorithm, "value": spec.manifest_digest.value}
+                                    if spec.manifest_digest is not None else None))
             for spec in manifest.objects
         ]
     return [_from_object(spec, kind, spec.files[0].url) for spec in manifest.objects]

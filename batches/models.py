@@ -182,6 +182,9 @@ class BatchJob(models.Model):
     # configuration (`/jobs/JID/configuration`)
     payload_url = models.CharField(max_length=2000, help_text="its file, container or object manifest")
     payload_type = models.CharField(max_length=24, choices=SubmissionType.choices)
+    payload_digest = models.JSONField(
+        null=True, blank=True, help_text="the digest the depositor gave for payload_url (an object manifest's)",
+    )
     working_dir = models.CharField(max_length=1000)
     files = models.JSONField(default=list, blank=True, help_text="its files: url, name, size, digest, downloaded")
     # identifiers (`/jobs/JID/identifiers`)

@@ -87,6 +87,14 @@ def pending(job: BatchJob) -> Outcome:
         try:
             check_payload_url(job.payload_url, trusted=trusted(job), what="object manifest")
             data = read_bytes(job.payload_url, max_bytes=int(settings.BATCH_MANIFEST_MAX_BYTES))
+            if job.payload_digest:  # the seed's Pending -> Failed: the depositor's digest does not match
+                algorithm, expected = job.payload_digest["algorithm"], job.payload_digest["value"]
+                actual = hashlib.new(algorithm, data).hexdigest()
+                if actual != expected:
+                    raise StageFailed(
+                        f"object manifest {job.payload_url}: {algorithm} digest {actual} does not match the "
+                        f"batch manifest's {expected}"
+                    )
             manifest = parse_manifest(data, base_url=job.payload_url, kind="object-manifest")
         except (ManifestError, PayloadRefused) as exc:
             raise StageFailed(f"object manifest {job.payload_url}: {exc}") from exc

@@ -94,7 +94,7 @@ class BatchStartXCommand(BatchCommand):
         jobs = [
             BatchJob(
                 batch=batch, number=n, priority=priority, payload_url=spec.payload_url[:2000],
-                payload_type=spec.payload_type, files=spec.files, local_ids=spec.local_ids,
+                payload_type=spec.payload_type, payload_digest=spec.payload_digest, files=spec.files, local_ids=spec.local_ids,
                 supplied_primary_id=spec.primary_id, title=spec.title[:500], creator=spec.creator[:500],
                 date=spec.date[:100], object_key=object_key(batch.collection.name, spec), working_dir="",
             )

@@ -455,3 +455,25 @@ def test_others_may_not_act_on_a_batch(ingest: Ingest) -> None:
         batch_verb(batch.pk, "update-report", actor=mallory)
     with pytest.raises(JobPermissionDenied):
         hold_collection("demo", actor=mallory)
+
+
+def test_job_pending_to_failed_when_its_object_manifest_does_not_match_the_depositors_digest(ingest: Ingest) -> None:
+    """Pending -> failed (seed: "payload digest does not match depositor digest"); the good one goes on."""
+    import hashlib
+
+    from batches.definitions import Digest, ObjectSpec, parse_manifest, write_batch_manifest
+
+    url = ingest.deposit.objects(2)
+    rows = parse_manifest((ingest.deposit.root / "obj-batch.checkm").read_bytes(), base_url=url).objects
+    good = hashlib.md5((ingest.deposit.root / "obj001.checkm").read_bytes()).hexdigest()  # noqa: S324
+    specs = [
+        ObjectSpec(local_ids=rows[0].local_ids, manifest_url=rows[0].manifest_url, manifest_digest=Digest("md5", good)),
+        ObjectSpec(local_ids=rows[1].local_ids, manifest_url=rows[1].manifest_url, manifest_digest=Digest("md5", "1" * 32)),
+    ]
+    (ingest.deposit.root / "obj-batch.checkm").write_text(write_batch_manifest(specs))
+    batch = ingest.submit(url)
+    settle()
+    first, second = jobs_of(batch)
+    assert first.status == J.COMPLETED
+    assert second.status == J.FAILED and second.last_successful_status == "" and "does not match" in second.error
+    assert [e["stage"] for e in second.history] == [J.PENDING]
