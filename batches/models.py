@@ -69,7 +69,7 @@ class Profile(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="profiles")
     task = models.CharField(
-        max_length=200, help_text="the Celery task of the processing stage, e.g. examples.ingest.process"
+        max_length=200, help_text="the Celery task of the processing stage, e.g. examples.ingest_store"
     )
     priority = models.PositiveSmallIntegerField(
         default=5, validators=PRIORITY_VALIDATORS, help_text="default priority of its jobs (0 runs first, 99 last)"
@@ -135,6 +135,8 @@ class Batch(models.Model):
             models.Index(fields=["status", "created_at"], name="batch_status_idx"),
             models.Index(fields=["created_at", "id"], name="batch_created_idx"),
         ]
+
+    kind_name = "batch"  # how permission refusals name it
 
     def __str__(self) -> str:
         return f"batch {self.pk} [{self.status}]"
@@ -215,6 +217,8 @@ class BatchJob(models.Model):
             models.Index(fields=["object_key", "id"], name="batch_job_object_idx"),
             models.Index(fields=["status", "priority"], name="batch_job_filter_idx"),
         ]
+
+    kind_name = "batch job"  # how permission refusals name it
 
     def __str__(self) -> str:
         return f"job {self.pk} of batch {self.batch_id} [{self.status}]"

@@ -96,7 +96,9 @@ def pending(job: BatchJob) -> Outcome:
                         f"batch manifest's {expected}"
                     )
             manifest = parse_manifest(data, base_url=job.payload_url, kind="object-manifest")
-        except (ManifestError, PayloadRefused) as exc:
+        except PayloadRefused as exc:
+            raise StageFailed(str(exc)) from exc
+        except ManifestError as exc:
             raise StageFailed(f"object manifest {job.payload_url}: {exc}") from exc
         spec = manifest.objects[0] if manifest.objects else None
         if spec is None or not spec.files:

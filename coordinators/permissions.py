@@ -74,11 +74,11 @@ def check_modify(user: Any, job: OwnedJob) -> None:
     """Raise JobPermissionDenied unless the user may change the job."""
     if not can_modify(user, job):
         name = user.get_username() if user is not None and hasattr(user, "get_username") else "anonymous"
-        raise JobPermissionDenied(f"user {name!r} may not modify job {job.id}")
+        raise JobPermissionDenied(f"user {name!r} may not modify {getattr(job, 'kind_name', 'job')} {job.id}")
 
 
 def check_read(user: Any, job: OwnedJob) -> None:
     """Raise JobPermissionDenied unless the user may read the job."""
     if not can_read(user, job):
         name = user.get_username() if user is not None and hasattr(user, "get_username") else "anonymous"
-        raise JobPermissionDenied(f"user {name!r} may not read job {job.id}")
+        raise JobPermissionDenied(f"user {name!r} may not read {getattr(job, 'kind_name', 'job')} {job.id}")
