@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import SimpleRouter
 
+from batches.api import urls as batch_urls
 from bundles.api import urls as bundle_urls
 from coordinators.api import urls as coordinator_urls
 from datasets.api.views import DatasetEventViewSet
@@ -23,6 +24,10 @@ ROOT_LINKS: dict[str, str] = {
     "operations": "operation-list",
     **coordinator_urls.ROOT_LINKS,
     **bundle_urls.ROOT_LINKS,
+    **batch_urls.ROOT_LINKS,
 }
 
-urlpatterns: list[URLPattern | URLResolver] = [*router.urls, *coordinator_urls.urlpatterns, *bundle_urls.urlpatterns]
+urlpatterns: list[URLPattern | URLResolver] = [
+    *router.urls, *coordinator_urls.urlpatterns, *bundle_urls.urlpatterns,
+    *batch_urls.urlpatterns,
+]

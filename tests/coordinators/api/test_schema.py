@@ -1,7 +1,7 @@
 """The OpenAPI schema at /api/schema/ is accurate enough for schemathesis: no request makes a 500.
 
-A bounded property-based run: every operation of the native API (coordinators, bundles, dataset
-events, keyed jobs) gets generated valid and invalid requests from the schema, sent as an authenticated
+A bounded property-based run: every operation of the native API (coordinators, bundles, batches,
+dataset events, keyed jobs) gets generated valid and invalid requests from the schema, sent as an authenticated
 user through the WSGI application; responses must not be server errors and must match the
 documented status codes, content types and bodies.
 """
@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
 from coordinators.services import submit_coordinator
 from tests.coordinators.api.factories import bulk_actions, coordinator_xml, token, user, window
 
-FULLY_CHECKED = ("/api/v1/coordinator-", "/api/v1/bundle-")  # keyed jobs and dataset events do not document their 400/403 yet
+FULLY_CHECKED = ("/api/v1/coordinator-", "/api/v1/bundle-", "/api/v1/batch", "/api/v1/collections")  # keyed jobs and dataset events do not document their 400/403 yet
 MAX_EXAMPLES = 15  # per operation: the whole run stays well under a minute on two cores
 
 
@@ -44,7 +44,23 @@ def caller(db: None) -> User:
     bundle = BundleJob.objects.create(id="0000000-260101000000000-B", app_name="fuzz", definition="<bundle-app/>",
                                       owner=account, status="RUNNING")
     BundleAction.objects.create(id=f"{bundle.id}_c", bundle=bundle, coord_name="c", coord_job=job, status=job.status)
+    stored_batch(account)
     return account
+
+
+def stored_batch(owner: User) -> None:
+    """A failed batch of collection `fuzz` with two jobs and a report, stored as rows (ids 1: generated ids hit them)."""
+    from batches.models import Batch, BatchJob, BatchReport, Collection, Profile
+
+    collection = Collection.objects.create(name="fuzz")
+    profile = Profile.objects.create(name="fuzz", collection=collection, task="examples.noop")
+    batch = Batch.objects.create(profile=profile, collection=collection, owner=owner, submitter="fuzz", type="file",
+                                 payload_url="memory://fuzz/a", status="failed")
+    for number, status in ((1, "completed"), (2, "failed")):
+        BatchJob.objects.create(batch=batch, number=number, status=status, object_key=f"batch-job:{number}",
+                                payload_url="memory://fuzz/a", payload_type="file", working_dir="", local_ids=["a"])
+    body = {"counts": {"jobs": 2, "completed": 1, "failed": 1, "deleted": 0, "unresolved": 1}}
+    BatchReport.objects.create(batch=batch, number=1, kind="initial", body=body, text="report\n", csv="outcome,job\n")
 
 
 @pytest.fixture

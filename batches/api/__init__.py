@@ -1,0 +1,1 @@
+"""The native REST API of batches (serializers, filters, views, urls)."""
