@@ -1,8 +1,10 @@
-"""The `task:` launcher: each launch of an action is a workflow job; its start and end come back here.
+"""Launchers: each launch of an action is a workflow job; its start and end come back here.
 
 `launch_actions` runs under the job's key (in the commands that submit actions) and starts
-one workflow job per action (`workflows.launch`); the action's `external_id` names it. The
-workflow runtime tells the action what happened through the hooks registered below:
+one workflow job per action; the action's `external_id` names it. A `task:` application is
+a node a worker runs (`workflows.launch`); a `batch:` application a node that waits for the
+batch it opens (`coordinators.batch_launch`). The workflow runtime tells the action what
+happened through the hooks registered below, whichever kind of node it was:
 
 - started: SUBMITTED -> RUNNING by compare-and-set (a fact only the worker knows; it cannot
   conflict with the job's commands: anything that moved the action first makes it match
@@ -18,6 +20,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from coordinators.batch_launch import is_batch_app, launch_batches
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from workflows import parents
@@ -36,9 +39,12 @@ ACTION_OF_WORKFLOW = {
 def launch_actions(job: CoordinatorJob, actions: Iterable[CoordinatorAction], now: datetime) -> None:
     """Start a workflow job for each action (in the caller's transaction); set each action's `external_id`.
 
-    The caller saves the actions. The runs' messages are sent after commit.
+    The caller saves the actions. The runs' messages (and batch submissions) are sent after commit.
     """
-    actions = list(actions)
+    tasks: list[CoordinatorAction] = []
+    batches: list[CoordinatorAction] = []
+    for action in actions:
+        (batches if is_batch_app(str(action.run_conf.get("app_path", ""))) else tasks).append(action)
     runs = start_workflows(
         [
             Launch(
@@ -49,16 +55,17 @@ def launch_actions(job: CoordinatorJob, actions: Iterable[CoordinatorAction], no
                 run=action.run_count,
                 owner_id=job.owner_id,
             )
-            for action in actions
+            for action in tasks
         ],
         now,
     )
-    for action, run in zip(actions, runs, strict=True):
+    runs += launch_batches(job, batches, now)
+    for action, run in zip(tasks + batches, runs, strict=True):
         action.external_id = run.id
 
 
 def _started(workflow: WorkflowJob, node: WorkflowNode) -> None:
-    """A worker started the action's run: SUBMITTED -> RUNNING, if the action still waits for this run."""
+    """A worker started the action's run (or its batch was opened): SUBMITTED -> RUNNING, if the action still waits for this run."""
     if workflow.coord_action_id is None:
         return
     now = timezone.now()
@@ -84,6 +91,9 @@ def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:
 
 
 def register() -> None:
-    """Hear the starts and ends of the runs that actions launch (called when the app is ready)."""
+    """Hear the starts and ends of the runs that actions launch, and the ends of the batches they open (app ready)."""
+    from coordinators import batch_launch
+
     parents.on_started(_started)
     parents.on_ended(_ended)
+    batch_launch.register()

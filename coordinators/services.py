@@ -28,7 +28,8 @@ from coordinators.sources import (
 from datasets.timeline import format_datetime
 from xcommands.base import XCommand
 
-SUPPORTED_LAUNCHERS = ("task:",)
+# Each launcher, and what follows its scheme (coordinators.launchers).
+SUPPORTED_LAUNCHERS = {"task:": "<celery task name>", "batch:": "<batch profile>"}
 MAX_INTEGER = 2**31 - 1  # IntegerField columns are 32-bit on PostgreSQL
 # Job fields taken from the job properties, and what a refusal calls them.
 FROM_PROPERTIES = {"configuration": "property", "acl": "oozie.job.acl", "app_path": APP_PATH_PROPERTY}
@@ -89,10 +90,11 @@ def prepare_coordinator(
         max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
     )
     validate_sla(resolved, now=timezone.now())
-    if not resolved.app_path.startswith(SUPPORTED_LAUNCHERS):
+    scheme = next((s for s in SUPPORTED_LAUNCHERS if resolved.app_path.startswith(s)), None)
+    if scheme is None or not resolved.app_path[len(scheme):].strip():
         raise DefinitionError(
             f"app-path {resolved.app_path!r} needs a launcher this service does not have "
-            f"(supported: {', '.join(SUPPORTED_LAUNCHERS)}<celery task name>)",
+            f"(supported: {', '.join(s + what for s, what in SUPPORTED_LAUNCHERS.items())})",
             source=app.source, element="app-path",
         )
     fields: dict[str, Any] = {

@@ -25,7 +25,8 @@ def kill_workflows(workflow_ids: Iterable[str], now: datetime, reason: str = "ki
     if not ids:
         return 0
     nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id__in=ids, status__in=sorted(NODE_LIVE)))
-    task_ids = [node.task_id for node in nodes if node.status == NodeStatus.RUNNING]
+    # A node with no task (a batch node waits for its batch) has nothing to revoke.
+    task_ids = [node.task_id for node in nodes if node.status == NodeStatus.RUNNING and node.task_id]
     for node in nodes:
         node.transition_to(NodeStatus.KILLED)
         node.ended_at, node.lease_expires_at = now, None
