@@ -50,6 +50,12 @@ def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, An
         raise CommandError(f"bench bundle: {exc}") from None
 
 
+def _batch(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from batches.benchmarks import run_batch_bench
+
+    return run_batch_bench(options["objects"], options["workers"], log)
+
+
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from coordinators.api.benchmarks import run_api_pages_bench
 
@@ -85,6 +91,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "api-pages": _api_pages,
     "bundle": _bundle,
     "operation": _operation,
+    "batch": _batch,
 }
 
 
@@ -112,6 +119,7 @@ class Command(BaseCommand):
         parser.add_argument("--job-actions", type=int, default=50_000, help="api-pages: actions of the big job")
         parser.add_argument("--coordinators", type=int, default=200, help="bundle: coordinators in the bundle")
         parser.add_argument("--repeat", type=int, default=30, help="api-pages: requests timed per page")
+        parser.add_argument("--objects", type=int, default=10_000, help="batch: objects ingested (one file each)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch to the named benchmark."""
@@ -119,7 +127,7 @@ class Command(BaseCommand):
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
         for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
-                     "coordinators"):
+                     "coordinators", "objects"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 
