@@ -4,12 +4,12 @@ It writes N one-file objects (each with an object manifest carrying the file's m
 temporary directory and splits them over a few manifest-of-manifests batches of different
 priorities (`PRIORITY_MIX`), submitted back to back, as the seed's depositors would: the
 processing task is the no-op `examples.ingest_noop`, so what is measured is the pipeline
-(seven stage commands per object, slots, the operation's countdown, reports). One worker of
+(seven stages per object, run as commands in slots, the operation's countdown, reports). One worker of
 concurrency `workers` and a beat run on the configured database and a private Redis unless
 REDIS_URL answers; raw Celery no-op tasks are drained by the same worker before and after.
 
 Priority inversions are counted at every dispatch (a stage command queued for a job, the
-moment its slot was given): how many jobs of a better (lower) priority were waiting runnable
+moment its slot was given, or the start of a stage its job ran in the slot it kept): how many jobs of a better (lower) priority were waiting runnable
 in some stage's queue then. A job is runnable from entering a queue (its history's
 `waited_since`; for pending, not before its batch's expansion committed) to its dispatch.
 Everything the run created (rows, commands, slots it added, files) is deleted.
@@ -341,9 +341,11 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
                 last_end = max(last_end, ended)
                 per_batch_end[batch_id] = max(per_batch_end.get(batch_id, ended), ended)
             dispatch = dispatched.get((job_id, stage))
-            if dispatch is not None:
-                runnable.setdefault(priority, []).append((queued, max(queued, dispatch[1])))
-                events.append((dispatch[1], priority))
+            # A stage run in the slot its job kept (BATCH_CHAIN_STAGES) has no command of its own:
+            # its dispatch is the moment it started, when no better job waited.
+            given = dispatch[1] if dispatch is not None and dispatch[1] <= begun else begun
+            runnable.setdefault(priority, []).append((queued, max(queued, given)))
+            events.append((given, priority))
     inversions = count_inversions(runnable, events)
     objects = BatchJob.objects.filter(batch_id__in=batch_ids, status="completed").count()
     elapsed = (last_end - started).total_seconds()

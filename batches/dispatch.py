@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -80,6 +81,20 @@ def fill_slots(limit: int | None = None) -> int:
                 break
             taken += 1
     return taken
+
+
+def keeps_slot(job: BatchJob) -> bool:
+    """Whether a job that just moved to its next stage may run it in the slot it holds (BATCH_CHAIN_STAGES).
+
+    Yes unless a better runnable job waits (a lower priority number, or the same and older),
+    the job may not run now (blocked, asleep), or its slot is above BATCH_SLOTS (draining).
+    """
+    if not getattr(settings, "BATCH_CHAIN_STAGES", True) or job.blocked_by_id is not None or job.not_before:
+        return False
+    better = runnable_jobs().filter(Q(priority__lt=job.priority) | Q(priority=job.priority, pk__lt=job.pk))
+    if better.exists():
+        return False
+    return Slot.objects.filter(job_id=job.pk, number__lte=slots()).exists()
 
 
 def release(job_id: int, *, hand_over: bool = True) -> None:

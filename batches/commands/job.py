@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 from django.db import transaction
 from django.utils import timezone
 
-from batches.choices import RESUME_STAGE
+from batches.choices import QUEUES, RESUME_STAGE
 from batches.choices import JobStatus as J
-from batches.dispatch import release
+from batches.dispatch import keeps_slot, release
 from batches.lifecycle import appended, history_entry, move
 from batches.models import BatchJob
 from batches.stages import STAGE_FUNCTIONS, StageFailed
@@ -63,66 +63,98 @@ class BatchJobStageXCommand(XCommand):
         self.started = timezone.now()
 
     def verify_precondition(self) -> None:
-        """Still in this stage, still this dispatch; a dispatched job that moved on gives its slot back."""
+        """Still this dispatch, in a stage; a dispatched job that moved on gives its slot back.
+
+        A dispatch may run several stages of its job in a row (see `execute`): when its worker
+        died after recording some of them, the command run again continues from the stage the
+        job is in now, under the same token.
+        """
         job = self.job
         if job.stage_token != self.token:
             raise PreconditionFailed(f"job {job.pk}: dispatch {self.token} was superseded by {job.stage_token}")
-        if job.status != self.stage or not job.dispatched:
+        if job.status not in QUEUES or not job.dispatched:
             if job.dispatched:
                 with transaction.atomic():
                     release(job.pk)
             raise PreconditionFailed(f"job {job.pk} is {job.status}, not waiting for {self.stage}")
 
     def execute(self) -> dict[str, Any]:
-        """The stage, then its outcome (next queue, or a wait), the slot handed on."""
+        """The stage, then its outcome (next queue, or a wait); the next stage too while no better job waits.
+
+        Each stage is recorded on its own (its transition, history line and compare-and-set);
+        between two stages the slot goes to a better runnable job if there is one (a lower
+        priority number, or the same and older), else the job keeps it and its next stage runs
+        at once: no dispatch and no queued command per stage (BATCH_CHAIN_STAGES).
+        """
+        ran: list[str] = []
         job = self.job
+        while True:
+            stage = job.status
+            to, keeps_slot = self._run_stage(job, stage)
+            ran.append(f"{stage}->{to}")
+            if not keeps_slot:
+                break
+            job = load_job(self.job_id)
+            if job.stage_token != self.token or not job.dispatched or job.status not in QUEUES:
+                break  # moved by someone else meanwhile (not expected while it holds its slot)
+            self.started = timezone.now()
+        return {"job": job.pk, "token": self.token, "stages": ran}
+
+    def _run_stage(self, job: BatchJob, stage: str) -> tuple[str, bool]:
+        """Run one stage and record it: (where the job went, whether it keeps its slot for the next stage)."""
         try:
-            outcome = STAGE_FUNCTIONS[self.stage](job)
+            outcome = STAGE_FUNCTIONS[stage](job)
         except StageFailed as exc:
-            self._record_failure(str(exc))
-            return {"job": job.pk, "stage": self.stage, "to": J.FAILED}
+            self._record_failure(stage, str(exc))
+            return J.FAILED, False
         with transaction.atomic():
             if outcome.status is None:  # wait in this queue (provisioning): looked at again later
-                moved = BatchJob.objects.filter(pk=job.pk, status=self.stage, stage_token=self.token).update(
+                moved = BatchJob.objects.filter(pk=job.pk, status=stage, stage_token=self.token).update(
                     not_before=timezone.now() + timedelta(seconds=outcome.wait_seconds),
-                    history=_waited(job.history, self.stage, outcome.note),
+                    history=_waited(job.history, stage, outcome.note),
                 )
-            else:
-                fields = dict(outcome.fields)
-                if self.stage != J.PENDING and outcome.status not in (J.FAILED, J.HELD):
-                    fields["last_successful_status"] = self.stage  # the seed: pending is no success yet
-                moved = move(
-                    job, outcome.status, note=outcome.note, fields=fields,
-                    expect_status=self.stage, expect_token=self.token, started=self.started,
-                    waited_since=job.queued_at,
-                )
-            if moved:
-                release(job.pk)
-        return {"job": job.pk, "stage": self.stage, "to": outcome.status or f"{self.stage} (waits)", "recorded": bool(moved)}
+                if moved:
+                    release(job.pk)
+                return f"{stage} (waits)", False
+            fields = dict(outcome.fields)
+            if stage != J.PENDING and outcome.status not in (J.FAILED, J.HELD):
+                fields["last_successful_status"] = stage  # the seed: pending is no success yet
+            moved = move(
+                job, outcome.status, note=outcome.note, fields=fields,
+                expect_status=stage, expect_token=self.token, started=self.started,
+                waited_since=job.queued_at,
+            )
+            if not moved:
+                return f"{outcome.status} (not recorded)", False
+            if outcome.status in QUEUES and keeps_slot(job):
+                return outcome.status, True
+            release(job.pk)
+        return outcome.status, False
 
-    def _record_failure(self, error: str) -> None:
+    def _record_failure(self, stage: str, error: str) -> None:
         job = load_job(self.job_id)
         with transaction.atomic():
-            if job.status != self.stage or job.stage_token != self.token:
+            if job.status != stage or job.stage_token != self.token:
                 return
             moved = move(job, J.FAILED, note=error, fields={"error": error[:8000]},
-                         expect_status=self.stage, expect_token=self.token, started=self.started)
+                         expect_status=stage, expect_token=self.token, started=self.started)
             if moved:
                 release(job.pk)
 
     def rollback(self, error: str) -> None:
         """The retries are spent (storage or network trouble): the job fails with the last error, its slot goes on."""
         reason = (error.strip().splitlines() or ["failed"])[-1]
-        if self.stage in (J.ESTIMATING, J.PROVISIONING):
+        stage = BatchJob.objects.filter(pk=self.job_id).values_list("status", flat=True).first() or self.stage
+        if stage in (J.ESTIMATING, J.PROVISIONING):
             # These stages never fail (seed): the job waits in its queue and is tried again later.
             with transaction.atomic():
-                if BatchJob.objects.filter(pk=self.job_id, status=self.stage, stage_token=self.token).update(
+                if BatchJob.objects.filter(pk=self.job_id, status=stage, stage_token=self.token).update(
                     not_before=timezone.now() + timedelta(seconds=30)
                 ):
                     release(self.job_id)
             return
         self.started = timezone.now()
-        self._record_failure(f"{self.stage}: {reason}")
+        self._record_failure(stage, f"{stage}: {reason}")
 
 
 def _waited(history: list[dict[str, Any]], stage: str, note: str) -> list[dict[str, Any]]:

