@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC
 from typing import Any
 
 from django.contrib import admin, messages
@@ -20,10 +21,27 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from coordinators.choices import ActionStatus, IllegalTransition
-from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent, SLARegistration
+from coordinators import admin_views
+from coordinators.admin_display import (
+    compact_time,
+    frequency_words,
+    human_duration,
+    short_id_html,
+    status_label,
+    status_words,
+    time_html,
+)
+from coordinators.choices import ACTION_PENDING, ActionStatus, IllegalTransition, JobStatus
+from coordinators.models import (
+    CoordinatorAction,
+    CoordinatorJob,
+    SLAEvent,
+    SLARegistration,
+    StatusChange,
+)
 from coordinators.permissions import JobPermissionDenied
 from coordinators.sla.notify import retry_now
 from operations.bulk import VERBS as BULK_VERBS
@@ -40,11 +58,12 @@ STATUS_COLOURS = {
 
 
 def badge(status: str) -> str:
-    """A status as a coloured label."""
+    """A status as a coloured label in words ("running with error"), Oozie's name in its title."""
     colour = STATUS_COLOURS.get(status, "#455a64")
     return format_html(
-        '<span style="color:#fff;background:{};padding:1px 6px;border-radius:3px;font-size:11px">{}</span>',
-        colour, status or "-",
+        '<span title="{}" style="color:#fff;background:{};padding:1px 6px;border-radius:3px;font-size:11px;'
+        'white-space:nowrap">{}</span>',
+        status, colour, status_words(status),
     )
 
 
@@ -60,8 +79,50 @@ def change_link(obj: Any, text: str | None = None) -> str:
     return format_html('<a href="{}">{}</a>', url, text or obj.pk)
 
 
+#: The most status changes a page shows (the newest); the API pages through all of them.
+HISTORY_ROWS = 200
+
+
+def status_history_table(object_id: str, kind: str) -> str:
+    """A job's or action's status changes, oldest first: from, to, when, by, why."""
+    changes = list(StatusChange.objects.filter(object_id=object_id, kind=kind).order_by("-at", "-id")[:HISTORY_ROWS])
+    if not changes:
+        return "no status change recorded"
+    rows = format_html_join(
+        "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        ((change.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"), change.from_status or "-", change.to_status,
+          change.by or "-", change.reason[:300] or "-") for change in reversed(changes)),
+    )
+    return format_html(
+        "<table><thead><tr><th>at (UTC)</th><th>from</th><th>to</th><th>by</th><th>why</th></tr></thead>"
+        "<tbody>{}</tbody></table>", rows,
+    )
+
+
+def render_status_history(modeladmin: admin.ModelAdmin[Any], request: HttpRequest, object_id: str, kind: str) -> Any:
+    """The admin's "History" page of a job or action: its status changes instead of the (empty) form log."""
+    from django.contrib.admin.utils import unquote
+    from django.http import Http404
+
+    obj = modeladmin.get_object(request, unquote(object_id))
+    if obj is None:
+        raise Http404(f"no {modeladmin.opts.verbose_name} {object_id!r}")
+    if not modeladmin.has_view_or_change_permission(request, obj):
+        raise PermissionDenied
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": f"Status history: {obj.pk}", "subtitle": None, "object": obj, "opts": modeladmin.opts,
+        "table": status_history_table(obj.pk, kind), "change_url": reverse(
+            f"admin:{modeladmin.opts.app_label}_{modeladmin.opts.model_name}_change", args=[quote(obj.pk)]),
+    }
+    return TemplateResponse(request, "admin/coordinators/status_history.html", context)
+
+
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     """No adding, deleting or editing: objects change through commands, never through a form."""
+
+    #: False: the list hides the admin's app sidebar, leaving its columns the width of the screen.
+    nav_sidebar = True
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -72,6 +133,60 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Model-level "change" lets operators run bulk actions; an object page is view-only.
         return obj is None and super().has_change_permission(request)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        """Titled by what it lists ("Coordinator actions"), not "Select ... to change": nothing here is edited."""
+        title = str(self.model._meta.verbose_name_plural)
+        context: dict[str, Any] = {"title": title[:1].upper() + title[1:]}
+        if not self.nav_sidebar:
+            context["is_nav_sidebar_enabled"] = False
+        return super().changelist_view(request, {**context, **(extra_context or {})})
+
+
+class StatusWordsFilter(admin.SimpleListFilter):
+    """The status filter with statuses in words ("running with error"); same parameter as the stock one."""
+
+    title = "status"
+    parameter_name = "status__exact"
+    statuses: tuple[str, ...] = ()
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
+        return [(status, status_words(status)) for status in self.statuses]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(status=self.value()) if self.value() in self.statuses else queryset
+
+
+class JobStatusFilter(StatusWordsFilter):
+    """Coordinator jobs by status, in words."""
+
+    statuses = tuple(JobStatus.values)
+
+
+class ActionStatusFilter(StatusWordsFilter):
+    """Coordinator actions by status, in words."""
+
+    statuses = tuple(ActionStatus.values)
+
+
+class LateFilter(admin.SimpleListFilter):
+    """Actions whose nominal time passed and which have not started yet (WAITING or READY)."""
+
+    title = "late"
+    parameter_name = "late"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
+        return [("yes", "due, not started")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "yes":
+            return queryset.filter(status__in=sorted(ACTION_PENDING), nominal_time__lte=timezone.now())
+        return queryset
+
+
+def pending_words(pending: bool) -> str:
+    """A pending flag in words: a red cross reads as an error, and "no" is the normal state."""
+    return "yes: a command on it is in flight" if pending else "no"
 
 
 # --- coordinator jobs ------------------------------------------------------------------------
@@ -93,11 +208,12 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
     """Coordinator jobs: filters, search, a summary of their actions and SLA, a timeline; control by bulk actions."""
 
     list_display = [
-        "id", "app_name", "owner", "status_badge", "pending", "start_time", "end_time",
-        "last_action_number", "next_materialize_at", "created_at", "links",
+        "short_id", "app_name", "owner", "status_column", "every", "actions_link", "next_due", "links",
     ]
+    nav_sidebar = False  # ten columns and the filters: the app list is one click away (Home)
+    list_display_links = ["short_id"]
     list_filter = [
-        "status", ("owner", admin.RelatedOnlyFieldListFilter), "app_name", "created_at", "start_time", "end_time",
+        JobStatusFilter, ("owner", admin.RelatedOnlyFieldListFilter), "app_name", "created_at", "start_time", "end_time",
     ]
     search_fields = ["=id", "app_name", "owner__username"]
     ordering = ["-created_at"]
@@ -109,22 +225,26 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         _verb_action("resume", "Resume selected jobs"),
         _verb_action("kill", "Kill selected jobs"),
         _verb_action("start", "Start selected PREP jobs"),
+        _verb_action("ignore", "Ignore selected FAILED or KILLED jobs"),
+        "change_jobs",
+        "rerun_failed_actions",
     ]
     fieldsets = [
-        (None, {"fields": ["id", "app_name", "owner", "acl", "status", "pending", "app_path"]}),
+        (None, {"fields": ["id", "app_name", "owner", "acl", "status_text", "pending_text", "app_path"]}),
         ("Time", {"fields": ["frequency", "time_unit", "timezone", "start_time", "end_time", "pause_time"]}),
         ("Controls", {"fields": ["timeout", "concurrency", "execution", "throttle"]}),
         ("Progress", {"fields": [
             "last_action_number", "next_materialize_at", "done_materializing", "created_at", "last_modified",
         ]}),
         ("Actions", {"fields": ["actions_summary", "sla_summary"]}),
+        ("Status history", {"classes": ["collapse"], "fields": ["status_history"]}),
         ("Definition", {"classes": ["collapse"], "fields": ["configuration_pretty", "definition_pretty"]}),
     ]
     readonly_fields = [
-        "id", "app_name", "owner", "acl", "status", "pending", "app_path", "frequency", "time_unit", "timezone",
+        "id", "app_name", "owner", "acl", "status_text", "pending_text", "app_path", "frequency", "time_unit", "timezone",
         "start_time", "end_time", "pause_time", "timeout", "concurrency", "execution", "throttle",
         "last_action_number", "next_materialize_at", "done_materializing", "created_at", "last_modified",
-        "actions_summary", "sla_summary", "configuration_pretty", "definition_pretty",
+        "actions_summary", "sla_summary", "configuration_pretty", "definition_pretty", "status_history",
     ]
 
     def run_as_operation(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob], verb: str) -> None:
@@ -148,7 +268,8 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
         page answers at once with a link to it, where its progress and failures show.
         """
-        from coordinators.services import control, start_job
+        from coordinators.commands.ignore import IgnoreRefused
+        from coordinators.services import control, ignore_job, start_job
 
         if verb in BULK_VERBS and queryset.count() > admin_threshold():
             self.run_as_operation(request, queryset, verb)
@@ -160,10 +281,12 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
             try:
                 if verb == "start":
                     start_job(job_id, actor=request.user)
+                elif verb == "ignore":
+                    ignore_job(job_id, actor=request.user)
                 else:
                     control(job_id, verb, actor=request.user)
                 done.append(job_id)
-            except (JobPermissionDenied, IllegalTransition, CoordinatorJob.DoesNotExist) as exc:
+            except (JobPermissionDenied, IllegalTransition, IgnoreRefused, CoordinatorJob.DoesNotExist) as exc:
                 refused.append(f"{job_id}: {exc}")
         if done:
             shown = ", ".join(done[:MAX_MESSAGES]) + (f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else "")
@@ -173,15 +296,65 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         if len(refused) > MAX_MESSAGES:
             self.message_user(request, f"... and {len(refused) - MAX_MESSAGES} more refused", messages.WARNING)
 
+    @admin.action(description="Change end time, concurrency or pause time of selected jobs", permissions=["change"])
+    def change_jobs(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob]) -> HttpResponse | None:
+        return admin_views.change_jobs(self, request, queryset)
+
+    @admin.action(description="Rerun failed, killed and timed-out actions of selected jobs", permissions=["change"])
+    def rerun_failed_actions(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob]) -> None:
+        admin_views.rerun_failed(self, request, queryset)
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, obj: CoordinatorJob) -> str:
+        return short_id_html(obj.pk)
+
     @admin.display(description="status", ordering="status")
-    def status_badge(self, obj: CoordinatorJob) -> str:
-        return badge(obj.status)
+    def status_column(self, obj: CoordinatorJob) -> str:
+        return status_label(obj.status, pending=obj.pending)
+
+    @admin.display(description="pending")
+    def pending_text(self, obj: CoordinatorJob) -> str:
+        return pending_words(obj.pending)
+
+    @admin.display(description="status changes")
+    def status_history(self, obj: CoordinatorJob) -> str:
+        return status_history_table(obj.pk, StatusChange.Kind.JOB)
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
+        """The job's status changes (its actions' are on their pages)."""
+        return render_status_history(self, request, object_id, StatusChange.Kind.JOB)
+
+    @admin.display(description="status")
+    def status_text(self, obj: CoordinatorJob) -> str:
+        return format_html('{} <span class="quiet">{}</span>', status_words(obj.status), obj.status)
+
+    @admin.display(description="every", ordering="frequency")
+    def every(self, obj: CoordinatorJob) -> str:
+        # Start and end in the title: the list has no room for two more dates at 1,280 px.
+        return format_html(
+            '<span title="{} {}, from {} to {} ({})">{}</span>', obj.frequency, obj.time_unit.lower(),
+            compact_time(obj.start_time), compact_time(obj.end_time), obj.timezone,
+            frequency_words(obj.frequency, obj.time_unit),
+        )
+
+    @admin.display(description="actions", ordering="last_action_number")
+    def actions_link(self, obj: CoordinatorJob) -> str:
+        url = reverse("admin:coordinators_coordinatoraction_changelist") + f"?job={obj.pk}"
+        return format_html('<a href="{}" title="its actions">{}</a>', url, obj.last_action_number)
+
+    @admin.display(description="next nominal", ordering="next_materialize_at")
+    def next_due(self, obj: CoordinatorJob) -> str:
+        return "done" if obj.done_materializing else time_html(obj.next_materialize_at)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: CoordinatorJob) -> str:
+        return time_html(obj.created_at)
 
     @admin.display(description="")
     def links(self, obj: CoordinatorJob) -> str:
-        actions = reverse("admin:coordinators_coordinatoraction_changelist") + f"?job={obj.pk}"
         timeline = reverse("admin:coordinators_coordinatorjob_timeline", args=[quote(obj.pk)])
-        return format_html('<a href="{}">actions</a> · <a href="{}">timeline</a>', actions, timeline)
+        gantt = reverse("admin:coordinators_coordinatorjob_gantt", args=[quote(obj.pk)])
+        return format_html('<a href="{}">timeline</a> · <a href="{}">Gantt</a>', timeline, gantt)
 
     @admin.display(description="actions")
     def actions_summary(self, obj: CoordinatorJob) -> str:
@@ -193,9 +366,10 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
             " ", '<a href="{}&status__exact={}">{} {}</a>',
             ((base, status, status, counts[status]) for status in ActionStatus.values if status in counts),
         )
+        gantt = reverse("admin:coordinators_coordinatorjob_gantt", args=[quote(obj.pk)])
         return format_html(
-            '{} action(s): {}<br><a href="{}">list</a> · <a href="{}">timeline</a>',
-            sum(counts.values()), parts or "none yet", base, timeline,
+            '{} action(s): {}<br><a href="{}">list</a> · <a href="{}">timeline</a> · <a href="{}">Gantt</a>',
+            sum(counts.values()), parts or "none yet", base, timeline, gantt,
         )
 
     @admin.display(description="SLA")
@@ -224,7 +398,20 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
             "<path:object_id>/timeline/", self.admin_site.admin_view(self.timeline_view),
             name="coordinators_coordinatorjob_timeline",
         )
-        return [timeline, *super().get_urls()]
+        grid = path("grid/", self.admin_site.admin_view(self.grid_view), name="coordinators_coordinatorjob_grid")
+        gantt = path(
+            "<path:object_id>/gantt/", self.admin_site.admin_view(self.gantt_view),
+            name="coordinators_coordinatorjob_gantt",
+        )
+        return [grid, timeline, gantt, *super().get_urls()]
+
+    def grid_view(self, request: HttpRequest) -> HttpResponse:
+        """Jobs by their recent nominal times, coloured by action status (coordinators.admin_views)."""
+        return admin_views.grid_view(self, request)
+
+    def gantt_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """A job's actions on a time axis: wait and run (coordinators.admin_views)."""
+        return admin_views.gantt_view(self, request, object_id)
 
     def timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """A job's actions by nominal time with their status and SLA, a page at a time."""
@@ -253,7 +440,8 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
             record = getattr(action, "sla_registration", None)
             run_time = action.ended_at - action.started_at if action.started_at and action.ended_at else None
             rows.append({
-                "action": action, "badge": badge(action.status), "run_time": run_time, "sla": record,
+                "action": action, "badge": badge(action.status),
+                "run_time": human_duration(run_time) if run_time is not None else None, "sla": record,
                 "sla_badge": badge(record.sla_status) if record is not None else "",
                 "url": reverse("admin:coordinators_coordinatoraction_change", args=[quote(action.pk)]),
             })
@@ -300,31 +488,34 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
     """Coordinator actions by job and number, filtered by status and job; read-only."""
 
     list_display = [
-        "id", "job_link", "number", "nominal_time", "status_badge", "created_time", "started_at", "ended_at",
-        "run_count", "sla_status",
+        "short_id", "job_name", "nominal", "status_column", "waits_for", "ran", "run_time", "sla_status",
     ]
-    list_filter = ["status", JobFilter, "nominal_time"]
+    list_display_links = ["short_id"]
+    nav_sidebar = False  # ten columns and the filters: the app list is one click away (Home)
+    list_filter = [ActionStatusFilter, LateFilter, JobFilter, "nominal_time"]
     search_fields = ["=id", "=job__id", "^job__app_name"]
     ordering = ["job", "number"]
     list_select_related = ["job", "sla_registration"]
     list_per_page = 100
     show_full_result_count = False
     fieldsets = [
-        (None, {"fields": ["id", "job_link", "number", "nominal_time", "status", "pending", "external_id"]}),
-        ("Times", {"fields": ["created_time", "next_check_at", "check_count", "timeout_at", "started_at", "ended_at",
-                              "run_count", "last_modified"]}),
+        (None, {"fields": ["id", "job_link", "number", "nominal_time", "status_text", "pending_text", "external_id"]}),
+        ("Times", {"fields": ["waiting_text", "created_time", "next_check_at", "check_count", "timeout_at", "ready_at",
+                              "submitted_at", "started_at", "ended_at", "run_count", "last_modified"]}),
         ("Inputs and outputs", {"fields": ["missing_pretty", "data_in_pretty", "data_out_pretty", "run_conf_pretty"]}),
         ("SLA", {"fields": ["sla_link", "sla_pretty"]}),
         ("Errors", {"fields": ["error_message"]}),
+        ("Runs", {"fields": ["runs_table"]}),
+        ("Status history", {"fields": ["status_history"]}),
     ]
     readonly_fields = [
-        "id", "job_link", "number", "nominal_time", "status", "pending", "external_id", "created_time",
+        "id", "job_link", "number", "nominal_time", "status_text", "pending_text", "external_id", "created_time",
         "next_check_at", "check_count", "timeout_at", "started_at", "ended_at", "run_count", "last_modified",
         "missing_pretty", "data_in_pretty", "data_out_pretty", "run_conf_pretty", "sla_link", "sla_pretty",
-        "error_message",
+        "error_message", "runs_table", "waiting_text", "ready_at", "submitted_at", "status_history",
     ]
 
-    actions = ["rerun_actions"]
+    actions = ["rerun_actions", "ignore_actions"]
 
     @admin.action(description="Rerun selected actions (outputs cleaned)", permissions=["change"])
     def rerun_actions(self, request: HttpRequest, queryset: QuerySet[CoordinatorAction]) -> None:
@@ -342,6 +533,22 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
             else:
                 self.message_user(request, f"Rerun queued for {len(chosen)} action(s) of {job_id}", messages.SUCCESS)
 
+    @admin.action(description="Ignore selected FAILED, KILLED or TIMEDOUT actions", permissions=["change"])
+    def ignore_actions(self, request: HttpRequest, queryset: QuerySet[CoordinatorAction]) -> None:
+        """Ignore the selected actions, job by job, through the same domain action as the APIs and the CLI."""
+        from coordinators.services import ignore_actions
+
+        by_job: dict[str, list[int]] = {}
+        for job_id, number in queryset.order_by("job_id", "number").values_list("job_id", "number"):
+            by_job.setdefault(job_id, []).append(number)
+        for job_id, numbers in by_job.items():
+            try:
+                chosen = ignore_actions(job_id, actor=request.user, ignore_type="action", scope=",".join(map(str, numbers)))
+            except (JobPermissionDenied, ValueError, CoordinatorJob.DoesNotExist) as exc:
+                self.message_user(request, f"Ignore refused for {job_id}: {exc}", messages.WARNING)
+            else:
+                self.message_user(request, f"Ignore queued for {len(chosen)} action(s) of {job_id}", messages.SUCCESS)
+
     @admin.display(description="job", ordering="job")
     def job_link(self, obj: CoordinatorAction) -> str:
         return change_link(obj.job, f"{obj.job.app_name} ({obj.job_id})")
@@ -350,10 +557,97 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
     def status_badge(self, obj: CoordinatorAction) -> str:
         return badge(obj.status)
 
+    @admin.display(description="id", ordering="id")
+    def short_id(self, obj: CoordinatorAction) -> str:
+        return short_id_html(obj.pk)
+
+    @admin.display(description="job", ordering="job__app_name")
+    def job_name(self, obj: CoordinatorAction) -> str:
+        url = reverse("admin:coordinators_coordinatorjob_change", args=[quote(obj.job_id)])
+        return format_html('<a href="{}" title="{}">{}</a>', url, obj.job_id, obj.job.app_name)
+
+    @admin.display(description="nominal time", ordering="nominal_time")
+    def nominal(self, obj: CoordinatorAction) -> str:
+        return time_html(obj.nominal_time)
+
+    @admin.display(description="status", ordering="status")
+    def status_column(self, obj: CoordinatorAction) -> str:
+        label = status_label(obj.status, pending=obj.pending)
+        if obj.run_count:
+            return format_html('{} <span class="quiet" title="reruns so far">rerun {}×</span>', label, obj.run_count)
+        return label
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        """One job's actions (`?job=`) need no job column: its room goes to the times."""
+        columns = list(super().get_list_display(request))
+        return [c for c in columns if c != "job_name"] if request.GET.get("job") else columns
+
+    @admin.display(description="started → ended", ordering="started_at")
+    def ran(self, obj: CoordinatorAction) -> str:
+        if obj.started_at is None and obj.ended_at is None:
+            return "-"
+        return format_html("{} → {}", time_html(obj.started_at, day=obj.nominal_time),
+                           time_html(obj.ended_at, day=obj.nominal_time) if obj.ended_at else "…")
+
+    @admin.display(description="pending")
+    def pending_text(self, obj: CoordinatorAction) -> str:
+        return pending_words(obj.pending)
+
+    @admin.display(description="waits for")
+    def waits_for(self, obj: CoordinatorAction) -> str:
+        """WAITING: `2 missing · 10:01` (the next check); the whole story in the title."""
+        info = obj.waiting()
+        if info is None:
+            return ""
+        when = info["next_check_at"]
+        short = f"{info['missing']} missing" + (f" · {when.astimezone(UTC):%H:%M}" if when is not None else "")
+        return format_html('<span title="{}">{}</span>', obj.waiting_text(), short)
+
+    @admin.display(description="waiting for")
+    def waiting_text(self, obj: CoordinatorAction) -> str:
+        return obj.waiting_text() or "-"
+
+    @admin.display(description="status changes")
+    def status_history(self, obj: CoordinatorAction) -> str:
+        return status_history_table(obj.pk, StatusChange.Kind.ACTION)
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
+        """The action's status changes (objects here change through commands, not the admin's forms)."""
+        return render_status_history(self, request, object_id, StatusChange.Kind.ACTION)
+
+    @admin.display(description="status")
+    def status_text(self, obj: CoordinatorAction) -> str:
+        return format_html('{} <span class="quiet">{}</span>', status_words(obj.status), obj.status)
+
+    @admin.display(description="created", ordering="created_time")
+    def created(self, obj: CoordinatorAction) -> str:
+        return time_html(obj.created_time)
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, obj: CoordinatorAction) -> str:
+        return time_html(obj.started_at, day=obj.nominal_time)
+
+    @admin.display(description="ended", ordering="ended_at")
+    def ended(self, obj: CoordinatorAction) -> str:
+        return time_html(obj.ended_at, day=obj.nominal_time)
+
+    @admin.display(description="reruns", ordering="run_count")
+    def reruns(self, obj: CoordinatorAction) -> int:
+        return obj.run_count
+
+    @admin.display(description="run time")
+    def run_time(self, obj: CoordinatorAction) -> str:
+        if obj.started_at is None:
+            return "-"
+        if obj.ended_at is None:
+            return format_html('<span title="running since {}">{}…</span>', compact_time(obj.started_at, seconds=True),
+                               human_duration(timezone.now() - obj.started_at))
+        return human_duration(obj.ended_at - obj.started_at)
+
     @admin.display(description="SLA")
     def sla_status(self, obj: CoordinatorAction) -> str:
         record = getattr(obj, "sla_registration", None)
-        return badge(record.sla_status) if record is not None else "-"
+        return status_label(record.sla_status) if record is not None else "-"
 
     @admin.display(description="SLA record")
     def sla_link(self, obj: CoordinatorAction) -> str:
@@ -377,6 +671,28 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
     @admin.display(description="run configuration")
     def run_conf_pretty(self, obj: CoordinatorAction) -> str:
         return pretty(obj.run_conf)
+
+    @admin.display(description="workflow runs")
+    def runs_table(self, obj: CoordinatorAction) -> str:
+        """Every launch of the action (a workflow job each, reruns included): status, times, task ids, error."""
+        from workflows.models import WorkflowJob
+
+        runs = WorkflowJob.objects.filter(coord_action_id=obj.pk).prefetch_related("nodes").order_by("run", "created_at")
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (run.run, run.id, badge(run.status), run.started_at or "-", run.ended_at or "-",
+                 ", ".join(task_id for node in run.nodes.all() for task_id in node.task_ids) or "-",
+                 run.error_message[:300] or "-")
+                for run in runs
+            ),
+        )
+        if not rows:
+            return "none yet"
+        return format_html(
+            "<table><tr><th>run</th><th>workflow job</th><th>status</th><th>started</th><th>ended</th>"
+            "<th>Celery task ids</th><th>error</th></tr>{}</table>", rows,
+        )
 
     @admin.display(description="evaluated sla:info")
     def sla_pretty(self, obj: CoordinatorAction) -> str:

@@ -54,7 +54,9 @@ JOB_MATERIALIZING = frozenset({J.RUNNING, J.RUNNINGWITHERROR})  # only these cre
 ACTION_TERMINAL = frozenset({A.SUCCEEDED, A.KILLED, A.FAILED, A.TIMEDOUT, A.SKIPPED, A.IGNORED})
 ACTION_ACTIVE = frozenset({A.SUBMITTED, A.RUNNING})  # count against concurrency
 ACTION_PENDING = frozenset({A.WAITING, A.READY})
-ACTION_RERUNNABLE = frozenset({A.TIMEDOUT, A.SUCCEEDED, A.KILLED, A.FAILED})  # DG_CoordinatorRerun
+ACTION_RERUNNABLE = frozenset({A.TIMEDOUT, A.SUCCEEDED, A.KILLED, A.FAILED, A.IGNORED})  # DG_CommandLineTool -rerun
+ACTION_IGNORABLE = frozenset({A.FAILED, A.KILLED, A.TIMEDOUT})  # CoordActionsIgnoreXCommand
+JOB_IGNORABLE = frozenset({J.FAILED, J.KILLED})  # CoordChangeXCommand status=IGNORED (and not pending)
 
 JOB_TRANSITIONS: dict[str, frozenset[str]] = {
     # The table of spec 6.1.2, verbatim ...
@@ -96,15 +98,21 @@ ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
 
 
 def job_status_from_actions(statuses: list[str], *, materialization_done: bool, current: str) -> str:
-    """The job status implied by its actions (spec 6.1.2), for a job that is running or finished."""
+    """The job status implied by its actions (spec 6.1.2), for a job that is running or finished.
+
+    IGNORED actions do not count, as in Oozie's CoordStatusTransitXCommand (it reads the
+    "unignored" actions only): a job whose other actions all failed is FAILED, and one whose
+    actions were all ignored is SUCCEEDED.
+    """
+    statuses = [s for s in statuses if s != A.IGNORED]
     if materialization_done and not statuses:
         return J.SUCCEEDED  # nothing to run (an end moved before the start): done, as Oozie does
     finished = statuses and all(s in ACTION_TERMINAL for s in statuses)
     errors = {A.KILLED, A.FAILED, A.TIMEDOUT}
     has_error = any(s in errors for s in statuses)
     if materialization_done and finished:
-        # SKIPPED (LAST_ONLY, NONE) and IGNORED are not errors: they count with SUCCEEDED.
-        if all(s in (A.SUCCEEDED, A.SKIPPED, A.IGNORED) for s in statuses):
+        # SKIPPED (LAST_ONLY, NONE) is not an error: it counts with SUCCEEDED.
+        if all(s in (A.SUCCEEDED, A.SKIPPED) for s in statuses):
             return J.SUCCEEDED
         if all(s == A.FAILED for s in statuses):
             return J.FAILED

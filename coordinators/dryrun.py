@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from coordinators.definitions import DefinitionError, Loader, load_configuration, parse_coordinator
 from coordinators.el import ELError
 from coordinators.plan import iter_action_plans, resolve_coordinator
+from coordinators.plan.resolve import expand_properties
 from datasets.timeline import DEFAULT_MAX_INSTANCES, TimelineError
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
@@ -58,7 +59,8 @@ def dryrun(
     """
     try:
         properties = load_configuration(_read(config, "configuration"), str(config))
-        app_path = properties.get(APP_PATH_PROPERTY)
+        # As Oozie reads it: `${nameNode}/apps/x` names the nameNode property (a Hadoop configuration).
+        app_path = expand_properties(properties, user=properties.get("user.name") or getpass.getuser()).get(APP_PATH_PROPERTY)
         if not app_path:
             raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source=str(config))
         xml_path = locate_application(config, app_path)
@@ -83,6 +85,8 @@ def as_text(result: dict[str, Any]) -> str:
         for kind in ("data_in", "data_out"):
             for name, uris in action[kind].items():
                 lines.append(f"  {kind.replace('_', '-')} {name}: {', '.join(uris) if uris else '(none)'}")
+        if "input_logic" in action:
+            lines.append(f"  input-logic: ready when {action['input_logic']['requires']}")
         for name, value in action["configuration"].items():
             lines.append(f"  {name} = {value}")
     lines.append(f"{len(result['actions'])} action(s)")

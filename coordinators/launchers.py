@@ -68,10 +68,17 @@ def _started(workflow: WorkflowJob, node: WorkflowNode) -> None:
     """A worker started the action's run (or its batch was opened): SUBMITTED -> RUNNING, if the action still waits for this run."""
     if workflow.coord_action_id is None:
         return
+    from coordinators.history import acting_as
+    from coordinators.models import StatusChange, record_changes
+
     now = timezone.now()
-    CoordinatorAction.objects.filter(
+    moved = CoordinatorAction.objects.filter(
         pk=workflow.coord_action_id, status=ActionStatus.SUBMITTED, external_id=workflow.id
     ).update(status=ActionStatus.RUNNING, started_at=now, last_modified=now)
+    if moved:
+        with acting_as(f"worker (run {workflow.id})"):
+            record_changes(StatusChange.Kind.ACTION, workflow.coord_action_id, workflow.coord_action_id.split("@")[0],
+                           [(ActionStatus.SUBMITTED, ActionStatus.RUNNING, now, "its run started")])
 
 
 def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from django.conf import settings
@@ -128,13 +129,16 @@ class CoordinatorJob(models.Model):
         previous = getattr(self, "_saved_status", None)
         with transaction.atomic():
             super().save(*args, **kwargs)
-            if (fields is None or "status" in fields) and self.status != previous:
-                coordinator_status_changed.send(sender=CoordinatorJob, job=self, previous=previous)
+            if fields is None or "status" in fields:
+                record_changes(StatusChange.Kind.JOB, self.id, self.id, self.__dict__.pop("_changes", []))
+                if self.status != previous:
+                    coordinator_status_changed.send(sender=CoordinatorJob, job=self, previous=previous)
         self._saved_status = self.status
 
-    def transition_to(self, target: str) -> None:
-        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
+    def transition_to(self, target: str, *, reason: str = "") -> None:
+        """Change status if the table allows it; raise IllegalTransition otherwise (caller saves, which records it)."""
         check_transition(JOB_TRANSITIONS, self.status, target, f"coordinator job {self.id}")
+        self.__dict__.setdefault("_changes", []).append((self.status, target, timezone.now(), reason))
         self.status = target
 
     def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
@@ -174,6 +178,7 @@ class CoordinatorAction(models.Model):
     timeout_at = models.DateTimeField(null=True, blank=True)
     sla = models.JSONField(null=True, blank=True)
     error_message = models.TextField(blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True, help_text="when its inputs were last all there (READY)")
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="when its task was last sent")
     started_at = models.DateTimeField(null=True, blank=True, help_text="when it last went RUNNING")
     ended_at = models.DateTimeField(null=True, blank=True, help_text="when it last finished")
@@ -210,31 +215,119 @@ class CoordinatorAction(models.Model):
         """Saving the status saves its time stamps and the modification time too."""
         fields = kwargs.get("update_fields")
         if fields is not None:
-            extra = {"last_modified"} | ({"submitted_at", "started_at", "ended_at"} if "status" in fields else set())
+            extra = {"last_modified"} | ({"submitted_at", "started_at", "ended_at", "ready_at"} if "status" in fields else set())
             kwargs["update_fields"] = sorted(set(fields) | extra)
-        super().save(*args, **kwargs)
+        changes = self.__dict__.pop("_changes", []) if fields is None or "status" in fields else []
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if changes:
+                # Why an action failed or timed out is its error message when the caller gave no reason.
+                changes = [(a, b, at, why or (self.error_message if b in ACTION_TERMINAL else "")) for a, b, at, why in changes]
+                record_changes(StatusChange.Kind.ACTION, self.id, self.job_id, changes)
+
+    def waiting(self) -> dict[str, Any] | None:
+        """What a WAITING action waits for: how many inputs, the first, when it is next checked and times out; else None.
+
+        With `<input-logic>` the missing list is what the logic still waits for; an unresolved
+        coord:latest/future counts as one input, shown as its expression.
+        """
+        if self.status != ActionStatus.WAITING:
+            return None
+        deps = [list(dep) if isinstance(dep, list | tuple) else [dep] for dep in self.missing_dependencies or []]
+        first = deps[0] if deps else None
+        return {
+            "missing": len(deps),
+            "first_missing": str(first[0]) if first else None,
+            "done_flag": (str(first[1] or "") if len(first) > 1 else "") if first else None,
+            "next_check_at": self.next_check_at,
+            "timeout_at": self.timeout_at,
+            "checks": self.check_count,
+        }
+
+    def waiting_text(self) -> str:
+        """The waiting summary in one line: `2 missing, first file:///d/00 (_SUCCESS); next check 10:01, times out 13:00`."""
+        info = self.waiting()
+        if info is None:
+            return ""
+        parts = []
+        if info["missing"]:
+            flag = f" ({info['done_flag']})" if info["done_flag"] else ""
+            parts.append(f"{info['missing']} missing, first {info['first_missing']}{flag}")
+        else:
+            parts.append("inputs not checked yet" if not info["checks"] else "no input missing")
+        stamp = "%Y-%m-%d %H:%M:%S UTC"
+        if info["next_check_at"] is not None:
+            parts.append(f"next check {info['next_check_at'].astimezone(UTC).strftime(stamp)}")
+        if info["timeout_at"] is not None:
+            parts.append(f"times out {info['timeout_at'].astimezone(UTC).strftime(stamp)}")
+        return "; ".join(parts)
 
     @staticmethod
     def action_id(job_id: str, number: int) -> str:
         """`<job id>@<number>`, as Oozie names actions."""
         return f"{job_id}@{number}"
 
-    def transition_to(self, target: str) -> None:
+    def transition_to(self, target: str, *, reason: str = "") -> None:
         """Change status if the table allows it, stamping start and end; raise IllegalTransition otherwise.
 
-        The caller saves; saving "status" also saves the stamps (see save()).
+        The caller saves; saving "status" also saves the stamps and records the change (see save()).
         """
         check_transition(ACTION_TRANSITIONS, self.status, target, f"coordinator action {self.id}")
         now = timezone.now()
-        if target == ActionStatus.SUBMITTED:
+        self.__dict__.setdefault("_changes", []).append((self.status, target, now, reason))
+        if target == ActionStatus.READY:
+            self.ready_at = now
+        elif target == ActionStatus.SUBMITTED:
             self.submitted_at, self.started_at, self.ended_at = now, None, None
         elif target == ActionStatus.RUNNING:
             self.started_at, self.ended_at = now, None
         elif target in ACTION_TERMINAL:
             self.ended_at = now
         elif target == ActionStatus.WAITING:  # rerun
-            self.submitted_at = self.started_at = self.ended_at = None
+            self.ready_at = self.submitted_at = self.started_at = self.ended_at = None
         self.status = target
+
+
+class StatusChange(models.Model):
+    """One status change of a coordinator job or action: from, to, when, by which command or user, why.
+
+    Written in the transaction that saves the new status (see `record_changes`), so the history
+    never shows a change that did not happen. A job's history holds its own changes only.
+    """
+
+    class Kind(models.TextChoices):
+        JOB = "job"
+        ACTION = "action"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    object_id = models.CharField(max_length=60, help_text="the job id, or the action id (`<job id>@<number>`)")
+    job_id = models.CharField(max_length=40, help_text="the job (of the action)")
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20)
+    at = models.DateTimeField()
+    by = models.CharField(max_length=200, blank=True, help_text="the command, service or user that changed it")
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["object_id", "at"], name="coord_status_change_idx")]
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.object_id}: {self.from_status} -> {self.to_status}"
+
+
+def record_changes(kind: str, object_id: str, job_id: str, changes: list[tuple[str, str, Any, str]]) -> None:
+    """Store (from, to, at, reason) changes of one job or action, by whoever acts now (see coordinators.history)."""
+    if not changes:
+        return
+    from coordinators.history import current_actor
+
+    by = current_actor()
+    StatusChange.objects.bulk_create([
+        StatusChange(kind=kind, object_id=object_id, job_id=job_id, from_status=old, to_status=new, at=at,
+                     by=by[:200], reason=(reason or "")[:4000])
+        for old, new, at, reason in changes
+    ])
 
 
 # SLA records live in their own module; importing them here makes them models of this app.

@@ -135,7 +135,7 @@ def store_coordinator(
         if start:
             job.pending = True
             job.save(update_fields=["pending"])
-            enqueue(CoordStartXCommand(job_id=job.id))
+            enqueue(CoordStartXCommand(job_id=job.id), owner_id=owner.pk)  # owner: who asked (status history)
     return job
 
 
@@ -205,7 +205,7 @@ def control(job_id: str, verb: str, *, actor: Any) -> CoordinatorJob:
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
         check_modify(actor, job)
         check_verb(job, verb)
-        enqueue(commands[verb](job_id=job_id))
+        enqueue(commands[verb](job_id=job_id), owner_id=actor.pk)
     return job
 
 
@@ -222,7 +222,7 @@ def start_job(job_id: str, *, actor: Any) -> CoordinatorJob:
             raise IllegalTransition(f"cannot start coordinator job {job.id}: it is {job.status}")
         job.pending = True
         job.save(update_fields=["pending"])
-        enqueue(CoordStartXCommand(job_id=job_id))
+        enqueue(CoordStartXCommand(job_id=job_id), owner_id=actor.pk)
     return job
 
 
@@ -240,7 +240,7 @@ def change_job(job_id: str, value: str, *, actor: Any) -> CoordinatorJob:
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
         check_modify(actor, job)
         check_change(job, options, timezone.now())
-        enqueue(CoordChangeXCommand(job_id=job_id, value=value))
+        enqueue(CoordChangeXCommand(job_id=job_id, value=value), owner_id=actor.pk)
     return job
 
 
@@ -270,7 +270,8 @@ def rerun_job(
         enqueue(
             CoordRerunXCommand(
                 job_id=job_id, rerun_type=rerun_type, scope=scope, refresh=refresh, nocleanup=nocleanup, failed=failed
-            )
+            ),
+            owner_id=actor.pk,
         )
     return actions
 
@@ -323,15 +324,9 @@ def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
     an announcement can start other people's jobs. Returns the URI, whether it was new and
     how many actions were woken.
     """
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    from coordinators.choices import ActionStatus
-    from coordinators.commands import CoordActionInputCheckXCommand
-    from coordinators.models import CoordinatorAction
+    from coordinators.commands.actions import wake_waiting_actions
     from coordinators.permissions import JobPermissionDenied, is_admin
     from datasets.availability import announce, normalize_uri
-    from xcommands.queue import enqueue
 
     if not (is_admin(actor) or actor.has_perm("datasets.add_availableinstance")):
         raise JobPermissionDenied(f"user {actor.get_username()!r} may not announce dataset instances")
@@ -341,22 +336,92 @@ def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
     now = timezone.now()
     with transaction.atomic():
         new = announce(uri, now, user_id=actor.pk)
-        # Waiting actions are few (bounded by throttle per job): a text match narrows them,
-        # the exact comparison below decides.
-        candidates = (
-            CoordinatorAction.objects.filter(status=ActionStatus.WAITING)
-            .annotate(deps=Cast("missing_dependencies", TextField()))
-            .filter(deps__contains=uri)
-            .values_list("pk", "job_id", "number", "missing_dependencies", "pending")
-        )
-        woken = [(pk, job_id, number) for pk, job_id, number, deps, pending in candidates
-                 if not pending and any(dep[0] == uri for dep in deps)]
-        CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in woken]).update(
-            pending=True, next_check_at=now, last_modified=now
-        )
-        by_job: dict[str, list[int]] = {}
-        for _, job_id, number in woken:
-            by_job.setdefault(job_id, []).append(number)
-        for job_id, numbers in by_job.items():
-            enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=sorted(numbers)))
-    return {"uri": uri, "new": new, "actions_woken": len(woken)}
+        woken = wake_waiting_actions([uri], now)  # the same path as a succeeded action's outputs
+    return {"uri": uri, "new": new, "actions_woken": woken}
+
+
+def ignore_actions(job_id: str, *, actor: Any, ignore_type: str, scope: str) -> list[CoordinatorAction]:
+    """Queue IGNORED for the FAILED, KILLED or TIMEDOUT actions named by numbers (`1,3-4`) or dates (`A::B, C`).
+
+    Returns the actions that will be ignored (checked now, and again when the command runs).
+    Raises IgnoreRefused (bad scope, nothing eligible, or an action in another state: then
+    nothing is ignored), JobPermissionDenied or DoesNotExist.
+    """
+    from coordinators.commands.ignore import CoordActionsIgnoreXCommand, select_ignorable
+    from xcommands.queue import enqueue
+
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
+        actions = select_ignorable(job, ignore_type, scope)
+        enqueue(CoordActionsIgnoreXCommand(job_id=job_id, ignore_type=ignore_type, scope=scope), owner_id=actor.pk)
+    return actions
+
+
+def ignore_job(job_id: str, *, actor: Any) -> CoordinatorJob:
+    """Queue IGNORED for a FAILED or KILLED job with nothing in flight (IgnoreRefused otherwise): its bundle stops counting it."""
+    from coordinators.commands.ignore import CoordIgnoreXCommand, check_job_ignorable
+    from xcommands.queue import enqueue
+
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
+        check_job_ignorable(job)
+        enqueue(CoordIgnoreXCommand(job_id=job_id), owner_id=actor.pk)
+    return job
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """An update as checked: Oozie's diff text, the job values it writes, and whether it was queued."""
+
+    diff: str
+    values: dict[str, Any]
+    queued: bool
+
+
+def update_job(
+    job_id: str,
+    *,
+    actor: Any,
+    configuration: Mapping[str, str] | None = None,
+    dryrun: bool = False,
+    trusted: bool = False,
+) -> UpdatePlan:
+    """Read the job's definition again (from its app path, or the one `configuration` names), validate it, and queue it.
+
+    `configuration`: new job properties replacing the old ones (None or empty: keep them).
+    With `dryrun` nothing is queued; the diff is the same. Raises UpdateRefused (finished job,
+    a change of name, frequency, start, end or time zone), DefinitionError (the definition or
+    configuration does not validate), JobPermissionDenied or DoesNotExist; nothing changes then.
+    """
+    from coordinators.commands.update import (
+        CoordUpdateXCommand,
+        application_source,
+        check_unchanged,
+        check_updatable,
+        check_waiting_inputs,
+        fingerprint,
+        update_configuration,
+        update_diff,
+    )
+    from xcommands.queue import enqueue
+
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().select_related("owner").get(pk=job_id)
+        check_modify(actor, job)
+        check_updatable(job)
+        new_conf = update_configuration(job, configuration)
+        text, app_dir = read_application(application_source(job, new_conf), trusted=trusted)
+        prepared = prepare_coordinator(text, new_conf, owner=job.owner, app_dir=app_dir, trusted=trusted)
+        old = load_resolved(job)
+        check_unchanged(job, old, prepared.resolved)
+        check_waiting_inputs(job, old, prepared.resolved)
+        changed = bool(configuration)
+        names = ["definition", "includes", "app_path", "timeout", "concurrency", "execution", "throttle"]
+        names += ["configuration", "acl"] if changed else []
+        values = {name: prepared.fields[name] for name in names}
+        diff = update_diff(job.definition, text, job.configuration if changed else None, new_conf if changed else None)
+        if not dryrun:
+            enqueue(CoordUpdateXCommand(job_id=job_id, expected=fingerprint(job), values=values), owner_id=actor.pk)
+    return UpdatePlan(diff=diff, values=values, queued=not dryrun)

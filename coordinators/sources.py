@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 from django.conf import settings
 
-from coordinators.definitions import DefinitionError, fsspec_loader
+from coordinators.definitions import ApplicationNotFoundError, DefinitionError, fsspec_loader
 from coordinators.definitions.includes import Loader
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
@@ -118,11 +118,22 @@ def read_application(
         fs, path = fsspec.core.url_to_fs(app_path)
         if fs.isdir(path):
             path = path.rstrip("/") + "/" + filename
+            if not fs.exists(path):
+                raise ApplicationNotFoundError(
+                    f"cannot read the {what} {app_path}: the directory has no {filename}",
+                    app_path=app_path, directory_exists=True,
+                )
+        elif not fs.exists(path):
+            raise ApplicationNotFoundError(
+                f"cannot read the {what} {app_path}: no such directory or file", app_path=app_path, directory_exists=False,
+            )
         size = fs.size(path)
         if size is not None and size > MAX_FILE_BYTES:
             raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
         with fs.open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
+    except ApplicationNotFoundError:
+        raise
     except (OSError, ValueError, ImportError) as exc:
         raise DefinitionError(f"cannot read the {what} {app_path}: {exc}", source=app_path) from None
     if len(data) > MAX_FILE_BYTES:

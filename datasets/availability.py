@@ -61,13 +61,16 @@ def normalize_uri(uri: str) -> str:
     return uri.strip().rstrip("/") or uri.strip()
 
 
-def announce(uri: str, now: datetime, *, user_id: int | None = None) -> bool:
-    """Record an instance as available whatever done-flag is asked for (a producer told us); True when new."""
+def announce(uri: str, now: datetime, *, user_id: int | None = None, source: str = "event") -> bool:
+    """Record an instance as available whatever done-flag is asked for (a producer told us); True when new.
+
+    `source` says which producer: "event" (the API) or "output" (a succeeded coordinator action).
+    """
     uri = normalize_uri(uri)
     key = uri_key(uri, ANY_FLAG)
     existed = AvailableInstance.objects.filter(key=key).exists()
     AvailableInstance.objects.bulk_create(
-        [AvailableInstance(key=key, uri=uri, done_flag=ANY_FLAG, available_at=now, source="event", announced_by_id=user_id)],
+        [AvailableInstance(key=key, uri=uri, done_flag=ANY_FLAG, available_at=now, source=source, announced_by_id=user_id)],
         ignore_conflicts=True,
     )
     return not existed

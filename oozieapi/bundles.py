@@ -2,10 +2,12 @@
 
 The job views hand over a `-B` id, `jobtype=bundle`, or a submission naming
 `oozie.bundle.application.path` (as Oozie's V1JobServlet/V1JobsServlet route by id suffix and
-path property). Refusals carry the codes Oozie's bundle commands use: E1301 unreadable bundle
-application, E1304 duplicate coordinator name, E1310 any other submission error, E1100 a start
-or resume the status does not allow, E1312 suspend, E1323 kill, E1317 a bad change value,
-E1313 a change of a KILLED bundle, E1018 a rerun that cannot be done.
+path property). Refusals carry the codes Oozie's bundle commands use: E0504/E0505 no bundle
+application there, E1301 unreadable bundle application, E0738 parameters without a value, E1304
+duplicate coordinator name, E1310 any other submission error, E1317 a bad change value, E1313 a
+change of a KILLED bundle, E1018 a rerun that cannot be done. Start, suspend, resume or kill in a
+status where Oozie's command skips (a RUNNING bundle started or resumed, an ended one suspended or
+killed) answer 200 and change nothing, as Oozie does; other illegal ones E1100, E1312, E1323.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ from coordinators.api.filters import readable_jobs
 from coordinators.choices import IllegalTransition
 from coordinators.commands.change import ChangeRefused
 from coordinators.definitions import (
+    ApplicationNotFoundError,
     DefinitionError,
     DocumentTooLargeError,
     MalformedXMLError,
+    MissingParameterError,
     SchemaValidationError,
     UnsafeXMLError,
     UnsupportedNamespaceError,
 )
-from oozieapi.errors import OozieError, bad_parameter
+from oozieapi.errors import OozieError, application_error, bad_parameter, is_no_op
 from oozieapi.filters import bool_parameter, filter_jobs
 from oozieapi.formats import action_json, bundle_json, json_response
 
@@ -92,6 +96,8 @@ def submission_error(exc: DefinitionError) -> OozieError:
         return OozieError(400, "E0701", text)
     if isinstance(exc, DuplicateCoordinatorError):
         return OozieError(400, "E1304", text)
+    if isinstance(exc, MissingParameterError):
+        return application_error(exc)
     if "unresolved variable" in text and not text.startswith("coordinator '"):
         return OozieError(400, "E1004", text)
     return OozieError(400, "E1310", text)  # a coordinator's refusal names it ("coordinator 'daily': ...")
@@ -110,6 +116,8 @@ def submit(properties: Mapping[str, str], caller: Any, action: str) -> HttpRespo
             return json_response({"id": stored}, status=201)
     try:
         definition, app_path = services.read_bundle(properties)
+    except ApplicationNotFoundError as exc:
+        raise application_error(exc) from None
     except DefinitionError as exc:
         raise OozieError(400, "E1301", str(exc)) from None
     try:
@@ -165,6 +173,8 @@ def put(job_id: str, caller: Any, params: Mapping[str, str]) -> HttpResponse:
         else:
             raise bad_parameter("action", action)
     except (IllegalTransition, ChangeRefused) as exc:
+        if isinstance(exc, IllegalTransition) and is_no_op("bundle", verb, _status_of(job_id)):
+            return HttpResponse(status=200)  # Oozie's command skips, its servlet answers 200 (ADR 0013)
         raise verb_error(exc, verb, job_id, value) from None
     return HttpResponse(status=200)
 

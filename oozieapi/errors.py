@@ -15,9 +15,11 @@ from django.http import HttpResponse
 
 from coordinators.choices import IllegalTransition
 from coordinators.definitions import (
+    ApplicationNotFoundError,
     DocumentTooLargeError,
     IncludeError,
     MalformedXMLError,
+    MissingParameterError,
     SchemaValidationError,
     UnsafeXMLError,
     UnsupportedNamespaceError,
@@ -35,6 +37,8 @@ TEMPLATES = {
     "E0420": "Invalid jobs filter [{0}], {1}",
     "E0421": "Invalid job filter [{0}], {1}",
     "E0500": "Not authorized, {0}",
+    "E0504": "App directory [{0}] does not exist",
+    "E0505": "App definition [{0}] does not exist",
     "E0509": "User [{0}] not authorized for Coord job [{1}]",
     "E0603": "SQL error in operation, {0}",
     "E0604": "Job does not exist [{0}]",
@@ -42,12 +46,16 @@ TEMPLATES = {
     "E0607": "Other error in operation [{0}], {1}",
     "E0700": "XML error, {0}",
     "E0701": "XML schema error, {0}",
+    "E0738": "The following {0} parameters are required but were not defined and no default values are available: {1}",
     "E1001": "Could not read the coordinator job definition, {0}",
     "E1003": "Invalid coordinator application attributes, {0}",
     "E1004": "Expression language evaluation error, {0}",
     "E1008": "Not implemented. [{0}]",
     "E1015": "Invalid coordinator job change value {0}, {1}",
+    "E1016": "Cannot change a killed coordinator job",
     "E1018": "Coord Job Rerun Error: {0}",
+    "E1023": "Coord Job update Error: [{0}]",
+    "E1024": "Cannot run ignore command: [{0}]",
     "E1025": "Coord status transit error: [{0}]",
     "E1100": "Command precondition does not hold before execution, [{0}]",
     "E1301": "Could not read the bundle job definition, [{0}]",
@@ -57,6 +65,21 @@ TEMPLATES = {
     "E1313": "Bundle Job can not be changed as job finished, {0}, Status: {1}",
     "E1317": "Invalid bundle job change value {0}, {1}",
     "E1323": "Could not kill bundle job, this job either finished successfully or does not exist , [{0}]",
+}
+# Verbs Oozie answers 200 without changing anything: the command's precondition fails and
+# XCommand.call swallows the PreconditionException (CoordResumeXCommand, CoordKillXCommand,
+# BundleStartXCommand, BundleJobResumeXCommand, BundleKillXCommand, and the suspend commands for
+# ended jobs), or a suspend finds nothing to move (SuspendTransitionXCommand.transitToNext leaves
+# suspended and DONEWITHERROR jobs as they are). Keyed by (job kind, verb): the statuses for which
+# the verb is such a no-op here; other refusals keep their codes. ADR 0013.
+_SUSPENDED = frozenset({"SUSPENDED", "SUSPENDEDWITHERROR", "PREPSUSPENDED"})
+_ENDED = frozenset({"SUCCEEDED", "FAILED", "KILLED", "DONEWITHERROR", "IGNORED"})
+NO_OP_UNLESS = {("coordinator", "resume"): _SUSPENDED, ("bundle", "resume"): _SUSPENDED, ("bundle", "start"): frozenset({"PREP"})}
+NO_OP_WHEN = {
+    ("coordinator", "suspend"): _ENDED | _SUSPENDED,
+    ("coordinator", "kill"): _ENDED,
+    ("bundle", "suspend"): _ENDED | _SUSPENDED,
+    ("bundle", "kill"): _ENDED,
 }
 MAX_MESSAGE = 1000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
@@ -77,13 +100,46 @@ def one_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())[:MAX_MESSAGE]
 
 
+def is_no_op(kind: str, verb: str, status: str) -> bool:
+    """Whether Oozie answers this verb on a job of this kind and status with 200 and does nothing."""
+    if (kind, verb) in NO_OP_UNLESS:
+        return status not in NO_OP_UNLESS[kind, verb]
+    return status in NO_OP_WHEN.get((kind, verb), frozenset())
+
+
 def bad_parameter(name: str, value: object) -> OozieError:
     """E0303 for a parameter whose value is not accepted."""
     return OozieError(400, "E0303", name, value)
 
 
-def from_exception(exc: Exception, *, job_id: str = "", verb: str = "", user: str = "") -> OozieError | None:
-    """The Oozie error answering a domain error; None for anything unexpected (a real bug)."""
+def application_error(exc: ApplicationNotFoundError | MissingParameterError) -> OozieError:
+    """A submission naming no application (E0504 no directory, E0505 no definition file in it) or missing parameters (E0738).
+
+    Oozie's AuthorizationService answers the first two with 401; 400 here, as a 401 makes clients
+    retry their authentication (ADR 0013).
+    """
+    if isinstance(exc, MissingParameterError):
+        return OozieError(400, "E0738", len(exc.missing), ", ".join(exc.missing))
+    return OozieError(400, "E0505" if exc.directory_exists else "E0504", exc.app_path)
+
+
+def change_error(exc: ValueError, value: str) -> OozieError:
+    """A refused `change`: E1016 for a KILLED or IGNORED job asked for anything but status, else E1015 naming the value.
+
+    Oozie's first placeholder is the change value (CoordChangeXCommand); the second says why.
+    """
+    if isinstance(exc, IllegalTransition) and "status" not in value.lower():
+        return OozieError(400, "E1016", str(exc))
+    return OozieError(400, "E1015", value, str(exc))
+
+
+def from_exception(
+    exc: Exception, *, job_id: str = "", verb: str = "", user: str = "", value: str = "",
+) -> OozieError | None:
+    """The Oozie error answering a domain error; None for anything unexpected (a real bug).
+
+    `value` is the `change` verb's value, named in E1015 as Oozie names it.
+    """
     if isinstance(exc, OozieError):
         return exc
     if isinstance(exc, RequestDataTooBig):
@@ -97,7 +153,7 @@ def from_exception(exc: Exception, *, job_id: str = "", verb: str = "", user: st
             return OozieError(403, "E0509", user, job_id)
         return OozieError(403, "E0500", str(exc))
     if verb == "change" and isinstance(exc, ValueError):
-        return OozieError(400, "E1015", "", str(exc))
+        return change_error(exc, value)
     if verb == "rerun" and isinstance(exc, ValueError):
         return OozieError(400, "E1018", str(exc))
     if isinstance(exc, IllegalTransition):
@@ -108,6 +164,8 @@ def from_exception(exc: Exception, *, job_id: str = "", verb: str = "", user: st
         return OozieError(400, "E0701", str(exc))
     if isinstance(exc, IncludeError):
         return OozieError(400, "E1001", str(exc))
+    if isinstance(exc, (ApplicationNotFoundError, MissingParameterError)):
+        return application_error(exc)
     if isinstance(exc, ValueError):
         text = str(exc)
         if "unresolved variable" in text or "cannot be resolved" in text:

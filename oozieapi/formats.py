@@ -58,12 +58,50 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+# How Oozie stores a frequency (CoordELFunctions.ph1_coord_*): hours become minutes, end-of units
+# their calendar unit; this service keeps the unit as written (ADR 0013).
+_OOZIE_UNITS = {"HOUR": ("MINUTE", 60), "END_OF_DAY": ("DAY", 1), "END_OF_WEEK": ("WEEK", 1),
+                "END_OF_MONTH": ("MONTH", 1), "YEAR": ("MONTH", 12)}
+INSTANCE_SEPARATOR = "#"  # CoordELFunctions.INSTANCE_SEPARATOR
+RESOLVED_UNRESOLVED_SEPARATOR = "!!"  # CoordCommandUtils: what follows waits for coord:latest/future
+
+
+def oozie_frequency(frequency: str, time_unit: str) -> tuple[str, str]:
+    """(frequency, timeUnit) as Oozie reports them: `coord:hours(1)` is ("60", "MINUTE"), `coord:endOfDays(1)` ("1", "DAY")."""
+    unit, factor = _OOZIE_UNITS.get(time_unit, (time_unit, 1))
+    if factor != 1 and frequency.isdigit():
+        return str(int(frequency) * factor), unit
+    return frequency, unit
+
+
+def missing_dependencies(pairs: Iterable[Any]) -> str | None:
+    """Oozie's missingDependencies: the URIs still checked, with their done flag, `#`-separated.
+
+    Stored as [uri, done-flag] pairs; Oozie checks `uri/done-flag` (FSURIHandler.getURIWithDoneFlag,
+    none for an empty flag) and lists unresolved coord:latest/future instances after `!!`.
+    """
+    resolved: list[str] = []
+    unresolved: list[str] = []
+    for pair in pairs:
+        parts = list(pair) if isinstance(pair, list | tuple) else [pair]
+        uri, flag = str(parts[0]) if parts else "", str(parts[1] or "") if len(parts) > 1 else ""
+        if uri.startswith("${"):
+            unresolved.append(uri)
+        else:
+            resolved.append(uri + ("" if uri.endswith("/") else "/") + flag if flag else uri)
+    text = INSTANCE_SEPARATOR.join(resolved)
+    if unresolved:
+        text += RESOLVED_UNRESOLVED_SEPARATOR + INSTANCE_SEPARATOR.join(unresolved)
+    return text or None
+
+
 def job_json(
     job: CoordinatorJob, actions: Iterable[CoordinatorAction] = (), *, total: int = 0,
     zone: tzinfo = UTC, with_conf: bool = True,
 ) -> dict[str, Any]:
     """A coordinator job as CoordinatorJobBean.toJSONObject writes it (plus createdTime, as the docs show)."""
     acl = job.acl or None
+    frequency, time_unit = oozie_frequency(job.frequency, job.time_unit)
     return {
         "coordJobPath": job.configuration.get(APP_PATH_PROPERTY) or job.app_path or None,
         "coordJobName": job.app_name,
@@ -73,8 +111,8 @@ def job_json(
         "conf": configuration_xml(job.configuration) if with_conf else None,
         "status": job.status,
         "executionPolicy": job.execution,
-        "frequency": job.frequency,
-        "timeUnit": job.time_unit,
+        "frequency": frequency,
+        "timeUnit": time_unit,
         "timeZone": job.timezone,
         "concurrency": job.concurrency,
         "timeOut": job.timeout,
@@ -142,7 +180,7 @@ def action_json(action: CoordinatorAction, zone: tzinfo = UTC) -> dict[str, Any]
         "status": action.status,
         "runConf": conf,
         "lastModifiedTime": rfc822(action.last_modified, zone),
-        "missingDependencies": "#".join(str(uri) for uri in action.missing_dependencies) or None,
+        "missingDependencies": missing_dependencies(action.missing_dependencies),
         "pushMissingDependencies": None,
         "externalStatus": EXTERNAL_STATUS.get(action.status) if action.external_id else None,
         "trackerUri": None,

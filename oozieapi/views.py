@@ -1,6 +1,7 @@
 """The Oozie Web Services API (v1, v2) for coordinator and bundle jobs, on the same domain actions as everything else.
 
-Endpoints: /versions, /v{1,2}/admin/{status,build-version,available-timezones}, /v{1,2}/jobs
+Endpoints: /versions, /v{1,2}/admin/{status,build-version,available-timezones} (and the resources
+of oozieapi.admin), /v{1,2}/jobs
 (GET list, POST submit with a Hadoop XML configuration, PUT bulk kill/suspend/resume), /v{1,2}/job/{id} (GET info, definition,
 log, errorlog, status; PUT start, suspend, resume, kill, change, rerun, dryrun) and /job/{id}@{n}.
 Views parse Oozie's parameters and call `coordinators.services`; bundles (`-B` ids, `jobtype=bundle`,
@@ -25,14 +26,25 @@ from bundles.models import BundleJob
 from coordinators import services
 from coordinators.api.filters import readable_jobs
 from coordinators.api.submissions import submitter_properties
+from coordinators.choices import IllegalTransition
 from coordinators.definitions import parse_hadoop_configuration
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import check_read
 from oozieapi import bulk, bundles
+from oozieapi import workflows as oozie_workflows
+from oozieapi.admin import RESOURCES as ADMIN_RESOURCES
+from oozieapi.admin import answer as admin_answer
 from oozieapi.auth import authenticate
-from oozieapi.errors import OozieError, bad_parameter, error_response, from_exception
-from oozieapi.filters import MAX_LEN, bool_parameter, filter_actions, filter_jobs, int_parameter
+from oozieapi.errors import OozieError, bad_parameter, error_response, from_exception, is_no_op
+from oozieapi.filters import (
+    MAX_LEN,
+    MAX_PAGE,
+    bool_parameter,
+    filter_actions,
+    filter_jobs,
+    int_parameter,
+)
 from oozieapi.formats import (
     APP_PATH_PROPERTY,
     action_json,
@@ -81,7 +93,9 @@ class OozieView(View):
             return super().dispatch(request, *args, **kwargs)
         except Exception as exc:
             user = self.caller.get_username() if self.caller is not None else ""
-            error = from_exception(exc, job_id=kwargs.get("job_id", ""), verb=self.verb, user=user)
+            error = from_exception(
+                exc, job_id=kwargs.get("job_id", ""), verb=self.verb, user=user, value=request.GET.get("value") or "",
+            )
             if error is None:
                 raise
             return error_response(error)
@@ -104,18 +118,20 @@ class VersionsView(OozieView):
 
 
 class AdminView(OozieView):
-    """GET /oozie/v{1,2}/admin/{status,build-version,available-timezones}; anonymous reads allowed."""
+    """GET /oozie/v{1,2}/admin/<resource>: status, build-version, available-timezones for anyone; the rest: oozieapi.admin."""
 
     anonymous_get = True
 
     def get(self, request: HttpRequest, version: str, resource: str) -> HttpResponse:
-        """System mode, build version or time zones; other resources (os-env, configuration ...) are not exposed."""
+        """System mode, build version, time zones, or an oozieapi.admin resource; os-env, sys-props ... are not exposed."""
         if resource == "status":
             return json_response({"systemMode": "NORMAL"})
         if resource == "build-version":
             return json_response({"buildVersion": _build_version()})
         if resource == "available-timezones":
             return json_response(available_timezones_json())
+        if resource in ADMIN_RESOURCES:
+            return admin_answer(request, self.caller, version, resource)
         raise OozieError(400, "E0301", resource)
 
 
@@ -125,14 +141,15 @@ class JobsView(OozieView):
     http_method_names = ["get", "head", "post", "put"]
 
     def get(self, request: HttpRequest, version: str) -> HttpResponse:
-        """`jobtype=coord` lists coordinator jobs, `jobtype=bundle` bundles (filter, offset from 1, len); workflows are empty."""
+        """`jobtype=coord` lists coordinator jobs, `jobtype=bundle` bundles, `jobtype=wf` (the default) workflow runs (filter, offset from 1, len)."""
         params = request.GET
         offset = int_parameter(params, "offset", 1, minimum=1, maximum=MAX_OFFSET)
-        length = int_parameter(params, "len", 50, minimum=0, maximum=MAX_LEN)
+        # Oozie reads a len below 1 as 50 and has no cap; above MAX_PAGE the answer's len says what was served.
+        length = int_parameter(params, "len", 50, minimum=0, maximum=MAX_PAGE) or 50
         zone = display_timezone(params.get("timezone"))
         jobtype = (params.get("jobtype") or "wf").lower()
         if jobtype in ("wf", "workflow"):
-            return json_response({"workflows": [], "total": 0, "offset": offset, "len": length})
+            return json_response(oozie_workflows.list_workflows(self.caller, params.get("filter", ""), offset=offset, length=length, zone=zone))
         if jobtype == "bundle":
             return json_response(bundles.list_bundles(self.caller, params.get("filter", ""), offset=offset, length=length, zone=zone))
         if jobtype not in ("coord", "coordinator"):
@@ -179,13 +196,17 @@ class JobsView(OozieView):
 
 
 class JobView(OozieView):
-    """GET /oozie/v{1,2}/job/{id}[@n]?show=...; PUT ...?action=start|suspend|resume|kill|change|rerun|dryrun."""
+    """GET /oozie/v{1,2}/job/{id}[@n]?show=...; PUT ...?action=start|suspend|resume|kill|change|rerun|dryrun|ignore|update."""
 
     http_method_names = ["get", "head", "put"]
 
     def get(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
         """Job info (with a page of actions), definition, log, error log or status; or one action's info."""
+        if oozie_workflows.is_workflow_id(job_id):  # -W ids and their nodes: see oozieapi.workflows
+            return oozie_workflows.show(self.caller, job_id, request.GET)
         _check_id(job_id)
+        if request.GET.get("show") == "allruns" and not bundles.is_bundle_id(job_id):
+            return oozie_workflows.all_runs(self.caller, job_id, request.GET)
         params = request.GET
         show = params.get("show") or "info"
         zone = display_timezone(params.get("timezone"))
@@ -216,10 +237,12 @@ class JobView(OozieView):
         raise bad_parameter("show", show)
 
     def _info(self, request: HttpRequest, version: str, job: CoordinatorJob, zone: Any) -> HttpResponse:
-        """v2 returns no actions unless `len` asks (Oozie's defaults: v1 len=1000, v2 len=0)."""
+        """v2 returns no actions unless `len` asks (Oozie's defaults: v1 len=1000, also for len=0; v2 len=0); at most MAX_PAGE."""
         params = request.GET
         offset = int_parameter(params, "offset", 1, minimum=1, maximum=MAX_OFFSET)
-        length = int_parameter(params, "len", 0 if version == "v2" else MAX_LEN, minimum=0, maximum=MAX_LEN)
+        length = int_parameter(params, "len", 0 if version == "v2" else MAX_LEN, minimum=0, maximum=MAX_PAGE)
+        if version != "v2" and not length:
+            length = MAX_LEN
         order = params.get("order") or "asc"
         if order not in ("asc", "desc"):
             raise bad_parameter("order", order)
@@ -244,6 +267,9 @@ class JobView(OozieView):
 
     def put(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
         """Queue the verb (200, empty body as Oozie answers); rerun answers the actions queued again."""
+        if oozie_workflows.is_workflow_id(job_id):
+            self.verb = request.GET.get("action") or ""
+            return oozie_workflows.put(self.caller, job_id, request.GET)
         _check_id(job_id)
         params = request.GET
         action = params.get("action")
@@ -251,13 +277,20 @@ class JobView(OozieView):
             raise OozieError(400, "E0305", "action")
         if "@" in job_id:
             raise bad_parameter("action", f"{action} on a coordinator action (use the job id and type=action&scope=N)")
+        if action == "ignore" and bundles.is_bundle_id(job_id):
+            raise OozieError(400, "E0302", "Bundle Ignore Not supported")  # V2JobServlet.ignoreJob's words
         if bundles.is_bundle_id(job_id):
             return bundles.put(job_id, self.caller, params)
         self.verb = "rerun" if action in ("rerun", "coord-rerun") else action
         if action == "start":
             services.start_job(job_id, actor=self.caller)
         elif action in ("suspend", "resume", "kill"):
-            services.control(job_id, action, actor=self.caller)
+            try:
+                services.control(job_id, action, actor=self.caller)
+            except IllegalTransition:
+                status = CoordinatorJob.objects.filter(pk=job_id).values_list("status", flat=True).first() or ""
+                if not is_no_op("coordinator", action, status):
+                    raise  # Oozie skips the others silently (200, nothing done; ADR 0013)
         elif action == "change":
             value = params.get("value")
             if not value:
@@ -267,9 +300,52 @@ class JobView(OozieView):
             return self._rerun(request, job_id)
         elif action == "dryrun":
             return self._dryrun(request, job_id)
+        elif action == "ignore":
+            return self._ignore(request, job_id)
+        elif action == "update":
+            return self._update(request, job_id)
         else:
             raise bad_parameter("action", action)
         return HttpResponse(status=200)
+
+    def _ignore(self, request: HttpRequest, job_id: str) -> HttpResponse:
+        """`type=action|date&scope=...`: the actions queued to be IGNORED; no scope: the job (200, empty body)."""
+        from coordinators.commands.ignore import IgnoreRefused
+
+        params = request.GET
+        ignore_type = params.get("type") or "action"
+        scope = params.get("scope") or ""
+        try:
+            if not scope.strip():
+                services.ignore_job(job_id, actor=self.caller)
+                return HttpResponse(status=200)
+            if ignore_type not in ("action", "date"):
+                raise IgnoreRefused(f"Currently ignore only support -action or -date option, not -{ignore_type}")
+            actions = services.ignore_actions(job_id, actor=self.caller, ignore_type=ignore_type, scope=scope)
+        except IgnoreRefused as exc:
+            if not scope.strip():  # CoordChangeXCommand's refusal of status=IGNORED
+                raise OozieError(400, "E1015", "IGNORED", str(exc)) from None
+            raise OozieError(400, "E1024", str(exc)) from None
+        return json_response({"actions": [action_json(action) for action in actions]})
+
+    def _update(self, request: HttpRequest, job_id: str) -> HttpResponse:
+        """Optional Hadoop XML configuration body; `dryrun=true` changes nothing; `{"update": {"diff": ...}}` either way."""
+        from coordinators.commands.update import UpdateRefused
+
+        configuration: dict[str, str] = {}
+        if request.body.strip():
+            content_type = request.META.get("CONTENT_TYPE", "")
+            if content_type.split(";")[0].strip().lower() not in XML_TYPES:
+                raise OozieError(400, "E0300", content_type or "(none)")
+            configuration = dict(parse_hadoop_configuration(request.body, "job configuration"))
+        try:
+            plan = services.update_job(
+                job_id, actor=self.caller, configuration=configuration, dryrun=bool_parameter(request.GET, "dryrun"),
+            )
+        except UpdateRefused as exc:
+            raise OozieError(400, "E1023", str(exc)) from None
+        show = (request.GET.get("showdiff") or "true").strip().lower() != "false"  # Oozie's default: show it
+        return json_response({"update": {"diff": plan.diff if show else ""}})
 
     def _rerun(self, request: HttpRequest, job_id: str) -> HttpResponse:
         params = request.GET

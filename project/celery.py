@@ -11,7 +11,9 @@ Queues are declared here and nowhere else. Every task is routed by its name:
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from celery import Celery
@@ -116,6 +118,32 @@ _apply_broker_options()
 # set: a new PostgreSQL connection per command costs more than the command. Reuse
 # connections and close only broken or expired ones (CONN_MAX_AGE), as Django does per request.
 app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000_000
+
+
+#: Tasks that run whether or not there is work (ADR 0017): their routine INFO lines are dropped.
+PERIODIC_TASKS = frozenset({"statusservice.tick", "statusservice.wakeup"})
+#: Where Celery logs "Sending due task" (beat), "received" and "succeeded" (worker), at INFO.
+ROUTINE_LOGGERS = ("celery.beat", "celery.worker.strategy", "celery.app.trace")
+
+
+class QuietPeriodicTasks(logging.Filter):
+    """Drops INFO (and lower) records about PERIODIC_TASKS, so an idle service logs nothing; LOG_PERIODIC_TASKS keeps them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep warnings and errors, records about other tasks, and everything when LOG_PERIODIC_TASKS is on."""
+        if record.levelno > logging.INFO:
+            return True
+        from django.conf import settings
+
+        if getattr(settings, "LOG_PERIODIC_TASKS", False):
+            return True
+        args = record.args
+        named = [args.get("name")] if isinstance(args, Mapping) else list(args or ())
+        return not any(isinstance(name, str) and name in PERIODIC_TASKS for name in named)
+
+
+for _name in ROUTINE_LOGGERS:
+    logging.getLogger(_name).addFilter(QuietPeriodicTasks())
 
 
 @task_prerun.connect

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as static files: /api/docs/ needs no CDN
     "project",
     "xcommands",
     "workflows",
@@ -169,13 +170,14 @@ CELERY_IMPORTS = env_list("EXTRA_TASK_MODULES", ["examples.tasks"])
 COORD_MATERIALIZATION_LOOKAHEAD_SECONDS = env_int("COORD_MATERIALIZATION_LOOKAHEAD_SECONDS", 300)
 COORD_MATERIALIZATION_CHUNK = env_int("COORD_MATERIALIZATION_CHUNK", 500)
 COORD_INPUT_CHECK_SECONDS = env_int("COORD_INPUT_CHECK_SECONDS", 60)
-COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 600)
+# The backoff between input checks of one action stops here: 60 s, Oozie's requeue interval (ADR 0018).
+COORD_INPUT_CHECK_MAX_SECONDS = env_int("COORD_INPUT_CHECK_MAX_SECONDS", 60)
 STATUS_SERVICE_SECONDS = env_int("STATUS_SERVICE_SECONDS", 10)
-# Bundles whose kick-off time came are started by a scan this often (one partial-index range),
-# so a kick-off is late by at most this much, not by a whole STATUS_SERVICE_SECONDS.
+# Bundles are started at their kick-off time by a wake-up the tick arms (ADR 0017); two such
+# wake-ups are at least this far apart, so a kick-off is late by at most this much.
 BUNDLE_KICKOFF_SECONDS = env_int("BUNDLE_KICKOFF_SECONDS", 1)
-# Actions are created ahead of time (look-ahead); their first input check runs at the first
-# tick after their nominal time, so this bounds the start latency. The scan is an index range.
+# Actions are created ahead of time (look-ahead); their input checks run at their due time,
+# woken between ticks (ADR 0017) at most this often, so this bounds the start latency.
 COORD_INPUT_TICK_SECONDS = env_int("COORD_INPUT_TICK_SECONDS", 1)
 # execution NONE: an action this many minutes past its nominal time is SKIPPED.
 COORD_EXECUTION_NONE_TOLERANCE_MINUTES = env_int("COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)
@@ -210,6 +212,7 @@ COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory",
 # Batches (ingest): how many stages run at once (each job takes a slot per stage, lowest
 # priority number first), where jobs download to, what submissions may read.
 BATCH_SLOTS = env_int("BATCH_SLOTS", 8)
+BATCH_CHAIN_STAGES = env_bool("BATCH_CHAIN_STAGES", True)  # a job keeps its slot for its next stage while no better job waits
 BATCH_WORK_ROOT = env_str("BATCH_WORK_ROOT", str(VAR_DIR / "ingest"))
 # API submissions read payloads only under these roots (the CLI reads what its user can);
 # http(s) payloads only when BATCH_ALLOW_HTTP (the server then fetches what submitters name).
@@ -229,80 +232,24 @@ BATCH_LARGE_JOB_BYTES = env_int("BATCH_LARGE_JOB_BYTES", 10 * 1024**3)
 BATCH_LARGE_JOB_PRIORITY = env_int("BATCH_LARGE_JOB_PRIORITY", 10)
 # Completed batches (rows, reports, working directories) are removed after this many days.
 BATCH_RETENTION_DAYS = env_int("BATCH_RETENTION_DAYS", 30)
-# Free slots are filled (and waiting provisioning jobs looked at again) at least this often.
+# Free slots are filled at every tick; provisioning jobs whose wait ends are woken at that
+# time, the wake-ups at least this far apart.
 BATCH_DISPATCH_SECONDS = env_int("BATCH_DISPATCH_SECONDS", 1)
 # Finished commands (the engine's history) are kept this long.
 COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
+# Periodic services (ADR 0017): beat sends one `statusservice.tick` this often and nothing else,
+# so an idle service costs one message per tick. The tick runs each service whose own period
+# came (STATUS_SERVICE_SECONDS, COMMAND_SWEEP_SECONDS, hourly purge) and arms wake-ups at the
+# due time of work due before the next tick. A shorter STATUS_SERVICE_SECONDS or
+# COMMAND_SWEEP_SECONDS shortens the tick (statusservice.tick.tick_seconds computes the same).
+SERVICE_TICK_SECONDS = env_int("SERVICE_TICK_SECONDS", 10)
+_TICK = float(max(1, min(SERVICE_TICK_SECONDS, STATUS_SERVICE_SECONDS, COMMAND_SWEEP_SECONDS)))
 CELERY_BEAT_SCHEDULE = {
-    "xcommands-recovery-sweep": {
-        "task": "xcommands.service.sweep",
-        "schedule": float(COMMAND_SWEEP_SECONDS),
-        "options": {"expires": float(COMMAND_SWEEP_SECONDS)},
-    },
-    "workflows-recovery": {
-        "task": "workflows.service.recover",
-        "schedule": float(COMMAND_SWEEP_SECONDS),
-        "options": {"expires": float(COMMAND_SWEEP_SECONDS)},
-    },
-    "xcommands-purge-history": {
-        "task": "xcommands.service.purge",
-        "schedule": 3600.0,
-        "options": {"expires": 3600.0},
-    },
-    "coordinator-materialization-trigger": {
-        "task": "statusservice.materialization_trigger",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-    },
-    "coordinator-input-checks": {
-        "task": "statusservice.input_checks",
-        "schedule": float(COORD_INPUT_TICK_SECONDS),
-        "options": {"expires": float(COORD_INPUT_TICK_SECONDS)},
-    },
-    **{
-        f"coordinator-{name.replace('_', '-')}": {
-            "task": f"statusservice.{name}",
-            "schedule": float(STATUS_SERVICE_SECONDS),
-            "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-        }
-        for name in ("pause_times", "timeouts", "job_statuses", "recovery")
-    },
-    "operation-services": {
-        "task": "statusservice.operations",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-    },
-    "bundle-services": {
-        "task": "statusservice.bundles",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-    },
-    "batch-dispatch": {
-        "task": "statusservice.batch_dispatch",
-        "schedule": float(BATCH_DISPATCH_SECONDS),
-        "options": {"expires": float(BATCH_DISPATCH_SECONDS)},
-    },
-    "batch-housekeeping": {
-        "task": "statusservice.batch_housekeeping",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-    },
-    "bundle-kickoffs": {
-        "task": "statusservice.bundle_kickoffs",
-        "schedule": float(BUNDLE_KICKOFF_SECONDS),
-        "options": {"expires": float(BUNDLE_KICKOFF_SECONDS)},
-    },
-    "coordinator-sla-checks": {
-        "task": "statusservice.sla_checks",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-    },
-    "coordinator-sla-notifications": {
-        "task": "statusservice.sla_notifications",
-        "schedule": float(STATUS_SERVICE_SECONDS),
-        "options": {"expires": float(STATUS_SERVICE_SECONDS)},
-    },
+    "services-tick": {"task": "statusservice.tick", "schedule": _TICK, "options": {"expires": _TICK}},
 }
+# Idle is silent: the tick's and wake-ups' "Sending due task", "received" and "succeeded" lines
+# (INFO) are dropped from the beat and worker logs; true logs them again. Failures always show.
+LOG_PERIODIC_TASKS = env_bool("LOG_PERIODIC_TASKS", False)
 # SLA monitoring (README, "SLA"): e-mails to <sla:alert-contact> for the events its
 # <sla:alert-events> name (default below), every event POSTed as JSON to the webhook.
 SLA_ALERT_EVENTS = env_list("SLA_ALERT_EVENTS", ["END_MISS"])
@@ -318,9 +265,13 @@ SLA_NOTIFY_MAX_ATTEMPTS = env_int("SLA_NOTIFY_MAX_ATTEMPTS", 8)
 SLA_NOTIFY_RETRY_SECONDS = env_int("SLA_NOTIFY_RETRY_SECONDS", 30)
 SLA_DISABLE_ALERTS_OLDER_THAN_HOURS = env_int("SLA_DISABLE_ALERTS_OLDER_THAN_HOURS", 48)
 SLA_ADMIN_BASE_URL = env_str("SLA_ADMIN_BASE_URL", "")
-# E-mail (SLA alerts): Django's SMTP backend by default; EMAIL_TIMEOUT bounds a dead server.
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
-EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+# E-mail (SLA alerts, batch reports): SMTP to EMAIL_HOST; EMAIL_TIMEOUT bounds a dead server.
+# Without EMAIL_HOST (or EMAIL_BACKEND) e-mail is not configured: project.mail's backend refuses
+# every message at once, and SLA alerts are not e-mailed (logged once), never retried on localhost:25.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "project.mail.NotConfiguredBackend"
+)
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
@@ -331,6 +282,16 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "scheduler@localhost")
 # --- Oozie semantics ----------------------------------------------------------------------
 # UTC, or a fixed GMT offset such as GMT+05:30 (coordinator spec, section 4.2).
 OOZIE_PROCESSING_TIMEZONE = env_processing_timezone("OOZIE_PROCESSING_TIMEZONE", "UTC")
+
+# --- Monitoring (ADR 0014) ----------------------------------------------------------------
+# /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (when set) and any API user. Its
+# command time histograms cover the commands finished in the last METRICS_WINDOW_SECONDS among
+# the METRICS_COMMAND_SAMPLE most recently enqueued (a primary-key range: bounded cost).
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_WINDOW_SECONDS = env_int("METRICS_WINDOW_SECONDS", 300)
+METRICS_COMMAND_SAMPLE = env_int("METRICS_COMMAND_SAMPLE", 2000)
+# Ended coordinator actions are counted by a scan of the whole table: its result is reused this long.
+METRICS_ENDED_ACTIONS_SECONDS = env_int("METRICS_ENDED_ACTIONS_SECONDS", 60)
 
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -355,7 +316,15 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Coordinators, bundles, batches and keyed jobs.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and ReDoc from the pinned drf-spectacular-sidecar package (static files), not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Several models have a `status`; name each enum after its entity.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "project.api_base.document_unsupported_media",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "CoordinatorJobStatusEnum": "coordinators.choices.JobStatus",
         "CoordinatorActionStatusEnum": "coordinators.choices.ActionStatus",
@@ -364,6 +333,7 @@ SPECTACULAR_SETTINGS = {
         "BatchStatusEnum": "batches.choices.BatchStatus",
         "BatchJobStatusEnum": "batches.choices.JobStatus",
         "BatchSubmissionTypeEnum": "batches.choices.SubmissionType",
+        "ScopeTypeEnum": [("action", "action"), ("date", "date")],  # rerun and ignore scopes
     },
 }
 

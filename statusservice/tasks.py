@@ -1,14 +1,40 @@
-"""Periodic services (celery beat): materialization trigger, input re-checks, pause, timeouts, status, recovery.
+"""Periodic services (celery beat): one tick runs them all when due (`statusservice.tick`, ADR 0017).
 
-Thin tasks: the services themselves live in `statusservice.coordinators`.
+Thin tasks: the services themselves live in `statusservice.coordinators`, `.bundles` ...; the
+tick and its wake-ups in `statusservice.tick`. The per-service tasks below remain for running
+one service by hand (`celery call statusservice.timeouts`) and for tests.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import task_postrun
 from django.utils import timezone
 
 from statusservice import batches, bundles, coordinators, operations
+from statusservice import tick as clock
+
+
+@shared_task(name=clock.TICK_TASK, ignore_result=True)
+def tick() -> dict[str, Any]:
+    """Run every periodic service whose period came, and arm wake-ups for work due before the next tick."""
+    return clock.run_tick()
+
+
+@shared_task(name=clock.WAKEUP_TASK, ignore_result=True)
+def wakeup(kind: str, stamp: str) -> Any:
+    """Run one kind of due work (input checks, kick-offs, batch dispatch) at its due time, between ticks."""
+    return clock.run_wakeup(kind, stamp)
+
+
+@task_postrun.connect
+def _arm_after_commands(sender: Any = None, **kwargs: Any) -> None:
+    """New actions or a short backoff may make input checks due before the next tick: arm a wake-up for them."""
+    name = getattr(sender, "name", "")
+    if name in clock.ARMING_COMMANDS:
+        clock.after_command(name)
 
 
 @shared_task(name="statusservice.materialization_trigger", ignore_result=True)

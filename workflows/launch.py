@@ -112,12 +112,21 @@ def dispatch_on_commit(node: WorkflowNode) -> None:
     transaction.on_commit(partial(dispatch, node.task_id, node.queue, node.display_kwargs()))
 
 
+def display_name(kwargs: dict[str, Any]) -> str:
+    """The name Flower and the worker log show for a node's message: its task and the action (or node) it runs for."""
+    return f"{kwargs.get('task') or RUN_TASK} {kwargs.get('parent') or kwargs.get('node') or ''}".strip()
+
+
 def dispatch(task_id: str, queue: str, kwargs: dict[str, Any]) -> bool:
-    """Send one `workflows.run` message; a broker error is logged, not raised (recovery sends it again)."""
+    """Send one `workflows.run` message; a broker error is logged, not raised (recovery sends it again).
+
+    The message runs `workflows.run` but is shown (Celery's `shadow`) as `<task> <action id>`,
+    so Flower's task list says which coordinator action each task runs for.
+    """
     from project.celery import app
 
     try:
-        app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue)
+        app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue, shadow=display_name(kwargs))
     except Exception as exc:  # the broker may be down: the node stays PREP and is sent again
         log.warning("node %s (attempt %s) not sent: %s; recovery will send it again",
                     kwargs.get("node"), kwargs.get("attempt"), exc)

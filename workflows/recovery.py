@@ -19,7 +19,7 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from project.locking import skip_locked
-from workflows.choices import NodeStatus
+from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.launch import dispatch_on_commit, relaunch
 from workflows.models import WorkflowNode
 from workflows.runner import Outcome, end_node
@@ -77,7 +77,10 @@ def resend_unclaimed(now: datetime) -> int:
     """Send again the PREP nodes whose message nobody claimed in time (oldest first, a batch a pass)."""
     sent = 0
     with transaction.atomic():
-        waiting = WorkflowNode.objects.filter(status=NodeStatus.PREP, dispatched_at__lt=now - resend_after(1))
+        # A SUSPENDED workflow's queued node is not sent: its claim would be refused; resume sends it.
+        waiting = WorkflowNode.objects.filter(
+            status=NodeStatus.PREP, dispatched_at__lt=now - resend_after(1), workflow__status=WorkflowStatus.RUNNING,
+        )
         rows = skip_locked(waiting.select_related("workflow").order_by("dispatched_at"))[:BATCH]
         for node in rows:
             if node.dispatched_at is not None and node.dispatched_at > now - resend_after(node.dispatches):

@@ -29,7 +29,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from workflows import parents
-from workflows.choices import WORKFLOW_OF_NODE, NodeStatus
+from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
 from workflows.models import WorkflowJob, WorkflowNode
@@ -111,7 +111,10 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
     """Take the node's lease if this attempt is still waiting to run; None for a stale or duplicate message."""
     now = timezone.now()
     with transaction.atomic():
-        taken = WorkflowNode.objects.filter(pk=node_id, attempt=attempt, status=NodeStatus.PREP).update(
+        # Only while its workflow runs: a SUSPENDED workflow's queued node waits for resume.
+        taken = WorkflowNode.objects.filter(
+            pk=node_id, attempt=attempt, status=NodeStatus.PREP, workflow__status=WorkflowStatus.RUNNING,
+        ).update(
             status=NodeStatus.RUNNING,
             worker=worker,
             lease_expires_at=now + timedelta(seconds=lease_seconds()),
@@ -121,6 +124,8 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
         node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
     if not taken:
         seen = "is gone" if node is None else f"is {node.status} on attempt {node.attempt}"
+        if node is not None and node.workflow.status != WorkflowStatus.RUNNING:
+            seen += f", its workflow {node.workflow.status}"
         log.info("node %s attempt %s not run: the node %s (a duplicate or stale message)", node_id, attempt, seen)
         return None
     return node
@@ -193,15 +198,31 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
 
 
 def end_node(node: WorkflowNode, outcome: Outcome, now: Any) -> None:
-    """Store a node's end and its workflow's, and tell the parent (in the caller's transaction; rows locked)."""
+    """Store a node's end and its workflow's, and tell the parent (in the caller's transaction; rows locked).
+
+    A SUSPENDED workflow keeps its status: the node's end is stored and `end_workflow` runs
+    when it is resumed (Oozie holds a suspended workflow's transitions the same way).
+    """
     node.transition_to(outcome.status)
     node.ended_at = now
     node.lease_expires_at = None
     node.error_code, node.error_message = outcome.error_code, outcome.error_message
     node.save(update_fields=["status", "ended_at", "lease_expires_at", "error_code", "error_message", "history"])
+    # Read again, not from the join that locked the node: a suspend that committed while we
+    # waited for the node's lock is seen here (suspend locks the nodes before the workflow).
+    node.workflow.status = WorkflowJob.objects.filter(pk=node.workflow_id).values_list("status", flat=True).get()
+    if node.workflow.status == WorkflowStatus.SUSPENDED:
+        log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",
+                 node.id, outcome.status, node.workflow_id)
+        return
+    end_workflow(node, now)
+
+
+def end_workflow(node: WorkflowNode, now: Any) -> None:
+    """End the node's workflow as its (ended) node implies and tell the parent (caller's transaction)."""
     workflow = node.workflow
-    workflow.transition_to(WORKFLOW_OF_NODE[outcome.status])
+    workflow.transition_to(WORKFLOW_OF_NODE[node.status])
     workflow.ended_at = now
-    workflow.error_code, workflow.error_message = outcome.error_code, outcome.error_message
+    workflow.error_code, workflow.error_message = node.error_code, node.error_message
     workflow.save(update_fields=["status", "ended_at", "error_code", "error_message", "last_modified"])
     parents.ended(workflow, node)

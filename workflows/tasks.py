@@ -1,4 +1,7 @@
-"""Celery tasks of the workflow runtime: running a node, and the recovery service (celery beat)."""
+"""Celery tasks of the workflow runtime: running a node, and the recovery service (celery beat).
+
+Importing this module (every worker does) also registers the workflow commands.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ from typing import Any
 
 from celery import shared_task
 from django.utils import timezone
+
+from workflows import commands  # noqa: F401 - registers the Wf* commands in every worker
 
 
 @shared_task(bind=True, name="workflows.run", ignore_result=True, acks_late=True)

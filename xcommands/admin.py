@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.db.models import Count, IntegerField, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -17,6 +19,51 @@ from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 from xcommands.errors import IllegalCommandTransition
 from xcommands.models import Command, CommandKey
 from xcommands.operations import retry_command, skip_command
+
+
+def command_target(key: str, params: Any) -> tuple[str, str, str] | None:
+    """What a command was for, from its parameters: (kind, id, admin url), or None when nothing names it.
+
+    Coordinator commands carry `job_id` (an action's also `number`), bundle commands
+    `bundle_id`, batch commands `batch_id`, batch job stages an integer `job_id`; a command
+    naming none of them on a coordinator job's key was for that job.
+    """
+    params = params if isinstance(params, dict) else {}
+    job_id, number = params.get("job_id"), params.get("number")
+    candidates: list[tuple[str, Any, str]] = []
+    if isinstance(job_id, str) and job_id:
+        if isinstance(number, int) and not isinstance(number, bool):
+            candidates.append(("action", f"{job_id}@{number}", "coordinators_coordinatoraction"))
+        candidates.append(("job", job_id, "coordinators_coordinatorjob"))
+    elif isinstance(job_id, int) and not isinstance(job_id, bool):
+        candidates.append(("batch job", job_id, "batches_batchjob"))
+    if isinstance(params.get("bundle_id"), str) and params["bundle_id"]:
+        candidates.append(("bundle", params["bundle_id"], "bundles_bundlejob"))
+    if isinstance(params.get("batch_id"), int):
+        candidates.append(("batch", params["batch_id"], "batches_batch"))
+    if isinstance(params.get("coord_job_id"), str) and params["coord_job_id"]:
+        candidates.append(("job", params["coord_job_id"], "coordinators_coordinatorjob"))
+    if not candidates and key.endswith("-C") and key[:7].isdigit():  # a coordinator job's key, whatever the params
+        candidates.append(("job", key, "coordinators_coordinatorjob"))
+    for kind, pk, name in candidates:
+        try:
+            return kind, str(pk), reverse(f"admin:{name}_change", args=[quote(pk)])
+        except NoReverseMatch:  # that app's admin is not installed
+            continue
+    return None
+
+
+def target_link(command: Command) -> str:
+    """A link to the job, action, bundle or batch a command was for, its id shortened (full id in the title)."""
+    from coordinators.admin_display import short_id_html
+
+    target = command_target(command.key, command.params)
+    if target is None:
+        return "-"
+    kind, pk, url = target
+    if kind in ("job", "action", "bundle"):
+        return format_html("{} {}", kind, short_id_html(pk, url))
+    return format_html('{} <a href="{}">{}</a>', kind, url, pk)
 
 
 def _count(key_filter: Q) -> Subquery:
@@ -126,7 +173,9 @@ class CommandKeyAdmin(admin.ModelAdmin[CommandKey]):
 class CommandAdmin(admin.ModelAdmin[Command]):
     """Command history, searchable by key; parked commands can be retried or skipped."""
 
-    list_display = ["id", "key", "seq", "name", "status", "attempts", "enqueued_at", "finished_at", "short_error"]
+    list_display = [
+        "id", "short_key", "seq", "name", "target", "status", "attempts", "enqueued", "finished", "short_error",
+    ]
     list_filter = ["status", "name"]
     search_fields = ["=key", "key__startswith", "=id"]
     ordering = ["-id"]
@@ -134,7 +183,7 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     show_full_result_count = False
     actions = ["retry_parked", "skip_parked"]
     readonly_fields = [
-        "key", "seq", "name", "params_pretty", "status", "attempts", "max_retries", "not_before",
+        "key", "seq", "name", "target", "params_pretty", "status", "attempts", "max_retries", "not_before",
         "wake_at", "lease_owner", "lease_expires_at", "fencing_token", "enqueued_at", "started_at",
         "finished_at", "last_error", "history_pretty", "result", "owner",
     ]
@@ -151,6 +200,33 @@ class CommandAdmin(admin.ModelAdmin[Command]):
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         return lookup == "key" or super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="for")
+    def target(self, obj: Command) -> str:
+        return target_link(obj)
+
+    @admin.display(description="key", ordering="key")
+    def short_key(self, obj: Command) -> str:
+        from coordinators.admin_display import short_id_html
+
+        return short_id_html(obj.key)
+
+    @admin.display(description="enqueued", ordering="enqueued_at")
+    def enqueued(self, obj: Command) -> str:
+        from coordinators.admin_display import time_html
+
+        return time_html(obj.enqueued_at)
+
+    @admin.display(description="finished", ordering="finished_at")
+    def finished(self, obj: Command) -> str:
+        from coordinators.admin_display import time_html
+
+        return time_html(obj.finished_at, day=obj.enqueued_at)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        """Titled "Commands" (read, retried and skipped, never edited); the columns take the app sidebar's width."""
+        context = {"title": "Commands", "is_nav_sidebar_enabled": False}
+        return super().changelist_view(request, {**context, **(extra_context or {})})
 
     @admin.display(description="error")
     def short_error(self, obj: Command) -> str:

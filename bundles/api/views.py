@@ -48,7 +48,9 @@ def _valid(serializer_class: type[BaseSerializer[Any]], request: Request) -> dic
 
 
 def _verb_schema(summary: str, request: Any = None) -> Any:
-    return extend_schema(summary=summary, request=request, responses={202: BundleJobSerializer, **VERB_ERRORS})
+    """A verb's schema; one that reads a body answers 415 to a media type no parser reads."""
+    unsupported = {415: ERROR_BODY} if request is not None else {}
+    return extend_schema(summary=summary, request=request, responses={202: BundleJobSerializer, **VERB_ERRORS, **unsupported})
 
 
 def with_coordinators(queryset: QuerySet[BundleJob]) -> QuerySet[BundleJob]:

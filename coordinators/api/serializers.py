@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.definitions import load_configuration
-from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
+from workflows.models import WorkflowJob
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_DEFINITION_CHARS = 1_048_576
@@ -49,19 +51,82 @@ class CoordinatorJobDetailSerializer(CoordinatorJobSerializer):
         read_only_fields = fields
 
 
+class WaitingSerializer(serializers.Serializer[dict[str, Any]]):
+    """What a WAITING action waits for."""
+
+    missing = serializers.IntegerField(help_text="inputs still missing (with input logic: what it still waits for)")
+    first_missing = serializers.CharField(allow_null=True, help_text="the first missing instance's URI")
+    done_flag = serializers.CharField(allow_null=True, allow_blank=True, help_text="the flag checked in it ('' = the directory)")
+    next_check_at = serializers.DateTimeField(allow_null=True, help_text="when its inputs are checked next")
+    timeout_at = serializers.DateTimeField(allow_null=True, help_text="when it times out (null: never)")
+    checks = serializers.IntegerField(help_text="input checks so far")
+
+
 class CoordinatorActionSerializer(serializers.ModelSerializer[CoordinatorAction]):
     """One materialized action: nominal time, status, resolved inputs and outputs, the launched task."""
 
     job = serializers.CharField(source="job_id", read_only=True, help_text="the coordinator job's id")
+    created_at = serializers.DateTimeField(source="created_time", read_only=True, help_text="when it was materialized")
+    waiting = serializers.SerializerMethodField(help_text="what a WAITING action waits for (null otherwise)")
 
     class Meta:
         model = CoordinatorAction
         fields = [
-            "id", "job", "number", "nominal_time", "created_time", "status", "pending",
+            "id", "job", "number", "nominal_time", "created_time", "status", "pending", "waiting",
+            "created_at", "ready_at", "submitted_at", "started_at", "ended_at",
             "missing_dependencies", "data_in", "data_out", "run_conf", "external_id",
             "error_message", "sla", "last_modified",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, obj: CoordinatorAction) -> dict[str, Any] | None:
+        """How many inputs are missing, the first, the next check and the timeout (WAITING actions only)."""
+        info = obj.waiting()
+        return None if info is None else dict(WaitingSerializer(info).data)
+
+
+class StatusChangeSerializer(serializers.ModelSerializer[StatusChange]):
+    """One status change: from, to, when, by which command, service or user, and why."""
+
+    class Meta:
+        model = StatusChange
+        fields = ["object_id", "from_status", "to_status", "at", "by", "reason"]
+        read_only_fields = fields
+
+
+class WorkflowRunSerializer(serializers.ModelSerializer[WorkflowJob]):
+    """One run of an action: its workflow job (`...-W`, Oozie's externalId), status, times, Celery task ids, error."""
+
+    task_ids = serializers.SerializerMethodField(help_text="the Celery task id of every attempt of its node(s)")
+
+    class Meta:
+        model = WorkflowJob
+        fields = [
+            "id", "run", "status", "app_path", "created_at", "started_at", "ended_at", "task_ids",
+            "error_code", "error_message",
+        ]
+        read_only_fields = fields
+
+    def get_task_ids(self, obj: WorkflowJob) -> list[str]:
+        """Every attempt's task id, node by node."""
+        return [str(task_id) for node in obj.nodes.all() for task_id in node.task_ids]
+
+
+class CoordinatorActionDetailSerializer(CoordinatorActionSerializer):
+    """One action with its runs: a workflow job per launch, reruns included (oldest first)."""
+
+    runs = serializers.SerializerMethodField(help_text="every workflow run of the action, oldest first")
+
+    class Meta(CoordinatorActionSerializer.Meta):
+        fields = [*CoordinatorActionSerializer.Meta.fields, "runs"]
+        read_only_fields = fields
+
+    @extend_schema_field(WorkflowRunSerializer(many=True))
+    def get_runs(self, obj: CoordinatorAction) -> list[dict[str, Any]]:
+        """The action's workflow jobs by run number."""
+        runs = WorkflowJob.objects.filter(coord_action_id=obj.pk).prefetch_related("nodes").order_by("run", "created_at")
+        return list(WorkflowRunSerializer(runs, many=True).data)
 
 
 class PropertiesField(serializers.DictField):
@@ -166,6 +231,35 @@ class RerunResultSerializer(serializers.Serializer[dict[str, Any]]):
     """The actions queued to run again."""
 
     actions = CoordinatorActionSerializer(many=True)
+
+
+class IgnoreSerializer(serializers.Serializer[dict[str, Any]]):
+    """Which actions to ignore (DG_CommandLineTool -ignore); no scope ignores the job itself."""
+
+    type = serializers.ChoiceField(
+        choices=["action", "date"], default="action", help_text="scope is action numbers or nominal-time ranges",
+    )
+    scope = serializers.CharField(
+        max_length=4096, required=False, allow_blank=True,
+        help_text="`1,3-4` or `2009-01-01T01:00Z::2009-01-01T03:00Z`; leave out to ignore the (FAILED or KILLED) job",
+    )
+
+
+class UpdateSerializer(serializers.Serializer[dict[str, Any]]):
+    """An update of the job's definition (read again from its app path) and, optionally, its properties."""
+
+    configuration = PropertiesField(
+        required=False, help_text="new job properties, replacing the old ones (leave out to keep them)",
+    )
+    dryrun = serializers.BooleanField(default=False, help_text="only show the diff; change nothing")
+
+
+class UpdateResultSerializer(serializers.Serializer[dict[str, Any]]):
+    """The diff of definition and configuration, as Oozie prints it, and whether the update was queued."""
+
+    diff = serializers.CharField()
+    dryrun = serializers.BooleanField()
+    queued = serializers.BooleanField()
 
 
 JOB_STATUSES = tuple(JobStatus.values)

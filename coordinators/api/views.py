@@ -1,4 +1,4 @@
-"""Coordinator API: submit, dry-run, list, read, and the verbs start/suspend/resume/kill/change/rerun.
+"""Coordinator API: submit, dry-run, list, read, and the verbs start/suspend/resume/kill/change/rerun/ignore/update.
 
 Views parse input and call the domain actions in `coordinators.services` (the same ones the CLI
 and the admin call); those check permissions and refuse illegal transitions.
@@ -28,18 +28,23 @@ from coordinators.api.filters import (
 )
 from coordinators.api.serializers import (
     ChangeSerializer,
+    CoordinatorActionDetailSerializer,
     CoordinatorActionSerializer,
     CoordinatorJobDetailSerializer,
     CoordinatorJobSerializer,
     DryRunResultSerializer,
     DryRunSerializer,
+    IgnoreSerializer,
     RerunResultSerializer,
     RerunSerializer,
+    StatusChangeSerializer,
     SubmissionSerializer,
+    UpdateResultSerializer,
+    UpdateSerializer,
 )
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
-from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from operations.api.bulk import bulk_schema, start_from_request
 from project.api_base import ERROR_BODY, DomainViewSet, accepted
 
@@ -127,6 +132,14 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
         page = self.paginate_queryset(queryset.order_by("number" if order == "asc" else "-number"))
         return self.get_paginated_response(CoordinatorActionSerializer(page, many=True).data)
 
+    @extend_schema(summary="The job's status changes, oldest first, paginated (its actions' are on each action)",
+                   responses={200: StatusChangeSerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, pk: str) -> Response:
+        """Every status change of the job: from, to, when, by whom, why."""
+        job = self.get_object()
+        return _history(self, StatusChange.objects.filter(object_id=job.pk, kind=StatusChange.Kind.JOB))
+
     @_verb_schema("Start a job submitted with start=false (PREP)")
     @action(detail=True, methods=["post"])
     def start(self, request: Request, pk: str) -> Response:
@@ -171,10 +184,32 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
         body = {"actions": CoordinatorActionSerializer(actions, many=True).data}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(summary="Ignore FAILED, KILLED or TIMEDOUT actions (by number or nominal-time range), or a FAILED or KILLED job",
+                   request=IgnoreSerializer, responses={202: RerunResultSerializer, **VERB_ERRORS})
+    @action(detail=True, methods=["post"])
+    def ignore(self, request: Request, pk: str) -> Response:
+        """Queue IGNORED for the named actions (202 with them), or for the job when no scope is given (202 with the job)."""
+        data = _valid(IgnoreSerializer, request)
+        if not data.get("scope", "").strip():
+            return accepted(CoordinatorJobSerializer, services.ignore_job(pk, actor=request.user), request)
+        actions = services.ignore_actions(pk, actor=request.user, ignore_type=data["type"], scope=data["scope"])
+        body = {"actions": CoordinatorActionSerializer(actions, many=True).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(summary="Update the definition (read again from the app path) and properties; dryrun shows the diff",
+                   request=UpdateSerializer, responses={200: UpdateResultSerializer, 202: UpdateResultSerializer, **VERB_ERRORS})
+    @action(detail=True, methods=["post"], url_path="update", url_name="update")
+    def update_definition(self, request: Request, pk: str) -> Response:
+        """202 with the diff when queued, 200 with it for a dry run; a definition that does not validate changes nothing."""
+        data = _valid(UpdateSerializer, request)
+        plan = services.update_job(pk, actor=request.user, configuration=data.get("configuration"), dryrun=data["dryrun"])
+        body = {"diff": plan.diff, "dryrun": data["dryrun"], "queued": plan.queued}
+        return Response(body, status=status.HTTP_202_ACCEPTED if plan.queued else status.HTTP_200_OK)
+
 
 @extend_schema_view(
     list=extend_schema(summary="List coordinator actions (by job, then number)", responses={200: CoordinatorActionSerializer(many=True), 400: ERROR_BODY}),
-    retrieve=extend_schema(summary="One coordinator action (`<job id>@<number>`)", responses={200: CoordinatorActionSerializer, 400: ERROR_BODY, 404: ERROR_BODY}),
+    retrieve=extend_schema(summary="One coordinator action (`<job id>@<number>`) with its workflow runs", responses={200: CoordinatorActionDetailSerializer, 400: ERROR_BODY, 404: ERROR_BODY}),
 )
 class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainViewSet):
     """Coordinator actions of the jobs the caller may read."""
@@ -182,8 +217,26 @@ class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     serializer_class = CoordinatorActionSerializer
     filtersets = {"list": AllCoordinatorActionFilterSet}
 
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        """The detail adds the action's runs (one workflow job per launch)."""
+        return CoordinatorActionDetailSerializer if self.action == "retrieve" else CoordinatorActionSerializer
+
     def get_queryset(self) -> QuerySet[CoordinatorAction]:
         """Actions of readable jobs, ordered by job and number (the unique index)."""
         queryset = CoordinatorAction.objects.all()
         queryset = readable_jobs(queryset, self.request.user, prefix="job__")
         return queryset.order_by("job_id", "number")
+
+    @extend_schema(summary="The action's status changes, oldest first, paginated",
+                   responses={200: StatusChangeSerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, pk: str) -> Response:
+        """Every status change of the action (reruns included): from, to, when, by whom, why."""
+        found = self.get_object()
+        return _history(self, StatusChange.objects.filter(object_id=found.pk, kind=StatusChange.Kind.ACTION))
+
+
+def _history(view: DomainViewSet, changes: QuerySet[StatusChange]) -> Response:
+    """A page of status changes, oldest first (the (object id, at) index)."""
+    page = view.paginate_queryset(changes.order_by("at", "id"))
+    return view.get_paginated_response(StatusChangeSerializer(page, many=True).data)

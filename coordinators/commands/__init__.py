@@ -14,14 +14,18 @@ from coordinators.commands.control import (
     CoordResumeXCommand,
     CoordSuspendXCommand,
 )
+from coordinators.commands.ignore import CoordActionsIgnoreXCommand, CoordIgnoreXCommand
 from coordinators.commands.lifecycle import CoordMaterializeXCommand, CoordStartXCommand
 from coordinators.commands.rerun import CoordRerunXCommand
+from coordinators.commands.update import CoordUpdateXCommand
 
 __all__ = [
     "CoordActionInputCheckXCommand",
+    "CoordActionsIgnoreXCommand",
     "CoordActionReadyXCommand",
     "CoordActionStatusXCommand",
     "CoordChangeXCommand",
+    "CoordIgnoreXCommand",
     "CoordJobStatusXCommand",
     "CoordKillXCommand",
     "CoordMaterializeXCommand",
@@ -30,4 +34,5 @@ __all__ = [
     "CoordResumeXCommand",
     "CoordStartXCommand",
     "CoordSuspendXCommand",
+    "CoordUpdateXCommand",
 ]

@@ -27,6 +27,13 @@ from coordinators.commands.base import ActionCommand, JobCommand
 from coordinators.definitions import DefinitionError
 from coordinators.launchers import launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.plan import (
+    ActionPlan,
+    ResolvedCoordinator,
+    describe_waiting,
+    logic_outcome,
+    resolve_when_ready,
+)
 from datasets.availability import is_available, still_missing
 from datasets.timeline import count_before, nominal_time
 from xcommands.errors import PreconditionFailed
@@ -38,7 +45,7 @@ CHECKING_JOB_STATUSES = JOB_MATERIALIZING | JOB_PAUSED
 def check_backoff(checks: int) -> timedelta:
     """Delay before the next input check: doubling from COORD_INPUT_CHECK_SECONDS up to the cap."""
     base = float(getattr(settings, "COORD_INPUT_CHECK_SECONDS", 60))
-    cap = float(getattr(settings, "COORD_INPUT_CHECK_MAX_SECONDS", 600))
+    cap = float(getattr(settings, "COORD_INPUT_CHECK_MAX_SECONDS", 60))
     return timedelta(seconds=min(cap, base * (2 ** min(checks, 20))))
 
 
@@ -67,7 +74,7 @@ def skip_before(job: CoordinatorJob, now: datetime) -> datetime | None:
     return nominal_time(resolved.start, due - 1, resolved.frequency, resolved.tz) if due > 0 else None
 
 
-READY_FIELDS = ["status", "pending", "missing_dependencies", "check_count", "next_check_at"]
+READY_FIELDS = ["status", "pending", "missing_dependencies", "check_count", "next_check_at", "run_conf"]
 
 
 def start_ready_actions(job: CoordinatorJob, now: datetime, fresh: Iterable[CoordinatorAction] = ()) -> dict[str, int]:
@@ -118,8 +125,14 @@ def start_ready_actions(job: CoordinatorJob, now: datetime, fresh: Iterable[Coor
 
 
 def has_storage_functions(action: CoordinatorAction) -> bool:
-    """Whether some input still waits for coord:latest/coord:future to be resolved (phase 3)."""
-    return any(str(dep[0]).startswith("${") for dep in action.missing_dependencies)
+    """Whether some input still waits for coord:latest/coord:future to be resolved (phase 3).
+
+    The inputs say it even when the missing list does not (with `<input-logic>` that list
+    names only what the logic still waits for).
+    """
+    return any(str(dep[0]).startswith("${") for dep in action.missing_dependencies) or any(
+        str(uri).startswith("${") for uris in action.data_in.values() for uri in uris
+    )
 
 
 def check_chunk() -> int:
@@ -166,12 +179,15 @@ class CoordActionInputCheckXCommand(JobCommand):
                 due.remove(action)
                 actions.remove(action)
                 failed += 1
-        wanted = {tuple(dep) for action in due for dep in action.missing_dependencies}
+        wanted = {tuple(dep) for action in due for dep in self._dependencies(action)}
         missing_now = set(still_missing(sorted(wanted), now))  # type: ignore[arg-type]
         outcome = {"ready": 0, "timedout": 0, "waiting": 0}
         fresh = []
         for action in actions:
             decision = self._decide(action, now, cutoff, missing_now)
+            if decision == "failed":
+                failed += 1
+                continue
             outcome[decision] += 1
             if decision == "ready":
                 fresh.append(action)
@@ -187,14 +203,38 @@ class CoordActionInputCheckXCommand(JobCommand):
                 action.save(update_fields=READY_FIELDS)
         return {**outcome, "failed": failed, **started}
 
-    def _resolve_at_start(self, action: CoordinatorAction, now: datetime) -> bool:
-        """Phase 3: coord:latest/coord:future against storage; False when the action failed (bad arguments)."""
-        from coordinators.plan import ActionPlan, resolve_at_start
+    def _resolved_job(self) -> ResolvedCoordinator:
+        """The job's resolved definition, loaded once per command."""
         from coordinators.services import load_resolved
 
         if not hasattr(self, "_resolved"):
             self._resolved = load_resolved(self.job)
-        resolved = self._resolved
+        return self._resolved
+
+    def _logic_job(self) -> ResolvedCoordinator | None:
+        """The resolved job when it has `<input-logic>` (spec 6.10), else None (every input is required)."""
+        if "input-logic" not in self.job.definition:
+            return None  # no need to parse the definition: the common case
+        resolved = self._resolved_job()
+        return resolved if resolved.logic is not None else None
+
+    def _dependencies(self, action: CoordinatorAction) -> list[list[str]]:
+        """What to ask storage about: the missing list, or with input logic every input the logic reads.
+
+        The logic needs the whole picture each time (an <or> can be satisfied by a data-in it
+        was not waiting for a minute ago); stored positive answers keep this cheap.
+        """
+        resolved = self._logic_job()
+        if resolved is None or resolved.logic is None:
+            return list(action.missing_dependencies)
+        flags = _flags(resolved)
+        return [[uri, flags[name]] for name in resolved.logic.referenced() for uri in action.data_in.get(name, [])]
+
+    def _resolve_at_start(self, action: CoordinatorAction, now: datetime) -> bool:
+        """Phase 3: coord:latest/coord:future against storage; False when the action failed (bad arguments)."""
+        from coordinators.plan import resolve_at_start
+
+        resolved = self._resolved_job()
         configuration = {k: str(v) for k, v in action.run_conf.items() if k != "app_path"}
         plan = ActionPlan(
             action.number, action.nominal_time, action.data_in, action.data_out,
@@ -230,6 +270,9 @@ class CoordActionInputCheckXCommand(JobCommand):
         if cutoff is not None and action.nominal_time < cutoff:  # LAST_ONLY / NONE: skipped by the policy
             action.save(update_fields=["pending"])
             return "waiting"
+        resolved = self._logic_job()
+        if resolved is not None:
+            return self._decide_by_logic(action, now, resolved, missing_now)
         missing = [dep for dep in action.missing_dependencies if tuple(dep) in missing_now]
         action.missing_dependencies = missing
         action.check_count += 1
@@ -248,6 +291,61 @@ class CoordActionInputCheckXCommand(JobCommand):
             action.next_check_at = min(action.next_check_at, action.timeout_at)
         action.save(update_fields=["pending", "missing_dependencies", "check_count", "next_check_at"])
         return "waiting"
+
+
+    def _decide_by_logic(
+        self, action: CoordinatorAction, now: datetime, resolved: ResolvedCoordinator, missing_now: set[Any]
+    ) -> str:
+        """`<input-logic>`: READY as soon as the logic is satisfied, coord:dataIn of its names resolved then.
+
+        While it is not, the missing list is what the logic still waits for (during a wait:
+        that data-in only), and the next check comes no later than the end of a running wait.
+        """
+        def available(uri: str, flag: str) -> bool:
+            return (uri, flag) not in missing_now
+
+        waits_from = max(action.nominal_time, action.created_time)  # Oozie: the later of the two
+        outcome = logic_outcome(resolved, action.data_in, is_available=available, waited=now - waits_from)
+        flags = _flags(resolved)
+        action.check_count += 1
+        if outcome.satisfied:
+            configuration = {k: str(v) for k, v in action.run_conf.items() if k != "app_path"}
+            plan = ActionPlan(
+                action.number, action.nominal_time, action.data_in, action.data_out,
+                str(action.run_conf.get("app_path", "")), configuration,
+            )
+            try:
+                result = resolve_when_ready(resolved, plan, actual_time=action.created_time, is_available=available)
+            except DefinitionError as exc:
+                action.transition_to(ActionStatus.FAILED)
+                action.next_check_at, action.error_message = None, str(exc)[:4000]
+                action.save(update_fields=["status", "pending", "next_check_at", "error_message", "check_count"])
+                return "failed"
+            action.run_conf = {"app_path": result.app_path, **result.configuration}
+            action.missing_dependencies = []
+            action.transition_to(ActionStatus.READY)
+            action.next_check_at = None
+            return "ready"  # saved by execute(), run_conf included (READY_FIELDS)
+        action.missing_dependencies = [[uri, flags[event]] for event, uri in outcome.waiting_for]
+        if action.timeout_at is not None and now >= action.timeout_at:
+            action.transition_to(ActionStatus.TIMEDOUT)
+            action.next_check_at = None
+            reason = describe_waiting(outcome, resolved.logic) if resolved.logic is not None else "input logic"
+            action.error_message = f"timed out: {reason}"[:4000]
+            action.save(update_fields=["status", "pending", "missing_dependencies", "check_count", "next_check_at", "error_message"])
+            return "timedout"
+        action.next_check_at = now + check_backoff(action.check_count - 1)
+        if outcome.wake_after is not None:  # look again as soon as the running wait is over
+            action.next_check_at = min(action.next_check_at, waits_from + timedelta(minutes=outcome.wake_after))
+        if action.timeout_at is not None:
+            action.next_check_at = min(action.next_check_at, action.timeout_at)
+        action.save(update_fields=["pending", "missing_dependencies", "check_count", "next_check_at"])
+        return "waiting"
+
+
+def _flags(resolved: ResolvedCoordinator) -> dict[str, str]:
+    """The done-flag of each input event's dataset."""
+    return {event.name: resolved.datasets[event.dataset].done_flag for event in resolved.app.input_events}
 
 
 @dataclass
@@ -303,6 +401,8 @@ class CoordActionStatusXCommand(ActionCommand):
         action.error_message = self.error[:4000]
         action.save(update_fields=["status", "error_message"])
         result: dict[str, Any] = {"status": action.status}
+        if action.status == ActionStatus.SUCCEEDED:
+            result["outputs_woken"] = announce_outputs(action, timezone.now())
         if action.status in ACTION_TERMINAL:
             # Under the job's key already: free the slot and settle the job here, not in two more commands.
             if self.job.status in STARTING_JOB_STATUSES:
@@ -327,6 +427,57 @@ class CoordJobStatusXCommand(JobCommand):
     def execute(self) -> dict[str, str]:
         """Compute and store the derived status."""
         return {"status": derive_job_status(self.job)}
+
+
+def announce_outputs(action: CoordinatorAction, now: datetime) -> int:
+    """A succeeded action's data-out instances are available: record them as a dataset event would; actions woken.
+
+    The action's success is the producer's word that it wrote them (ADR 0018), so every
+    consumer waiting for one is checked at once instead of at its next backoff.
+    """
+    from datasets.availability import announce
+
+    uris = sorted({uri for uris in action.data_out.values() for uri in uris if uri and not str(uri).startswith("${")})
+    for uri in uris:
+        announce(uri, now, source="output")
+    return wake_waiting_actions(uris, now)
+
+
+def wake_waiting_actions(uris: Iterable[str], now: datetime) -> int:
+    """Queue an input check now for every WAITING action (of any job) missing one of these URIs; how many.
+
+    Waiting actions are few (bounded by throttle per job): a text match narrows them, the
+    exact comparison decides. Actions already marked pending are woken too: their check may be
+    running now, on a snapshot taken before this announcement commits.
+    """
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    from datasets.availability import normalize_uri
+
+    wanted = {normalize_uri(uri) for uri in uris}
+    if not wanted:
+        return 0
+    text_match = Q()
+    for uri in wanted:
+        text_match |= Q(deps__contains=uri)
+    candidates = (
+        CoordinatorAction.objects.filter(status=ActionStatus.WAITING)
+        .annotate(deps=Cast("missing_dependencies", TextField()))
+        .filter(text_match)
+        .values_list("pk", "job_id", "number", "missing_dependencies")
+    )
+    woken = [(pk, job_id, number) for pk, job_id, number, deps in candidates
+             if any(dep and dep[0] in wanted for dep in deps)]
+    CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in woken]).update(
+        pending=True, next_check_at=now, last_modified=now
+    )
+    by_job: dict[str, list[int]] = {}
+    for _, job_id, number in woken:
+        by_job.setdefault(job_id, []).append(number)
+    for job_id, numbers in sorted(by_job.items()):
+        enqueue(CoordActionInputCheckXCommand(job_id=job_id, numbers=sorted(numbers)))
+    return len(woken)
 
 
 def derive_job_status(job: CoordinatorJob) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinators.history import act_as_command
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from xcommands.base import XCommand
 
@@ -17,7 +18,8 @@ class JobCommand(XCommand):
         return self.job_id
 
     def load_state(self) -> None:
-        """Lock the job row."""
+        """Lock the job row (status changes from here on are recorded as this command's)."""
+        act_as_command(self.command_name, self.job_key())
         self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
 
 
@@ -29,6 +31,7 @@ class ActionCommand(JobCommand):
 
     def load_state(self) -> None:
         """Lock the job, then the action (the order every command and service takes them in)."""
+        act_as_command(self.command_name, self.job_key())
         self.job = CoordinatorJob.objects.select_for_update().get(pk=self.job_id)
         self.action = CoordinatorAction.objects.select_for_update().get(
             pk=CoordinatorAction.action_id(self.job_id, self.number)

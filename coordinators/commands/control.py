@@ -15,7 +15,7 @@ from coordinators.choices import (
     JobStatus,
 )
 from coordinators.commands.base import JobCommand
-from coordinators.models import CoordinatorJob
+from coordinators.models import CoordinatorJob, StatusChange, record_changes
 from workflows.services import kill_workflows
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
@@ -51,8 +51,12 @@ class CoordKillXCommand(JobCommand):
         live = self.job.actions.select_for_update().filter(
             status__in=(ActionStatus.WAITING, ActionStatus.READY, *ACTION_ACTIVE)
         )
+        before = [(a.id, a.status) for a in live]
         runs = [a.external_id for a in live if a.status in ACTION_ACTIVE and a.external_id]
         killed = live.update(status=ActionStatus.KILLED, pending=False, ended_at=now, last_modified=now)
+        for action_id, status in before:
+            record_changes(StatusChange.Kind.ACTION, action_id, self.job_id,
+                           [(status, ActionStatus.KILLED, now, f"coordinator job {self.job_id} killed")])
         kill_workflows(runs, now, reason=f"coordinator job {self.job_id} killed")
         self.job.transition_to(JobStatus.KILLED)
         self.job.pending = False

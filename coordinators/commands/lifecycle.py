@@ -12,7 +12,8 @@ from django.utils import timezone
 from coordinators.bulk import insert_actions
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
-from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.definitions import DefinitionError
+from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange, record_changes
 from coordinators.plan import ResolvedCoordinator, plan_action
 from coordinators.sla.evaluate import plan_sla
 from coordinators.sla.service import register_actions
@@ -110,16 +111,32 @@ class CoordMaterializeXCommand(JobCommand):
         wanted = min(chunk_size(), room, max(0, due_total - job.last_action_number))
         created = []
         first_index = job.last_action_number  # 0-based index of the next action
-        start_at = nominal_time(resolved.start, first_index, resolved.frequency, resolved.tz) if wanted else None
+        # From the job's start, skipping what exists: a later nominal time taken as a start would
+        # move again (endOf*), drift (month ends) or lose its cron DST shift.
         times = (
-            iter_nominal_times(start_at, horizon, resolved.frequency, resolved.tz, limit=wanted)
-            if start_at is not None
+            iter_nominal_times(
+                resolved.start, horizon, resolved.frequency, resolved.tz, limit=wanted, first_index=first_index
+            )
+            if wanted
             else []
         )
         flags = {event.name: resolved.datasets[event.dataset].done_flag for event in resolved.app.input_events}
+        failed = 0
         for offset, nominal in enumerate(times):
             number = first_index + offset + 1
-            plan = plan_action(resolved, number, now=now, nominal=nominal)
+            try:
+                plan = plan_action(resolved, number, now=now, nominal=nominal)
+            except DefinitionError as exc:
+                # An input that can never be right at this nominal time (a reversed range, a start
+                # out of phase): the action exists, FAILED with the reason, and never runs (issue 16).
+                broken = CoordinatorAction(
+                    id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
+                    nominal_time=nominal, created_time=now, error_message=str(exc)[:4000],
+                )
+                broken.transition_to(ActionStatus.FAILED)
+                created.append(broken)
+                failed += 1
+                continue
             waits_from = max(nominal, now)  # Oozie: waiting time counts from max(nominal, created)
             created.append(
                 CoordinatorAction(
@@ -133,6 +150,10 @@ class CoordMaterializeXCommand(JobCommand):
                 )
             )
         insert_actions(created)
+        for action in created:  # inserted in bulk: record what the broken ones went through (WAITING -> FAILED)
+            changes = action.__dict__.pop("_changes", [])
+            record_changes(StatusChange.Kind.ACTION, action.id, job.id,
+                           [(old, new, at, why or action.error_message) for old, new, at, why in changes])
         if resolved.app.sla is not None:
             register_actions(job, created, now=now)
         # Numbers continue without gaps from last_action_number; the unique (job, number) holds it.
@@ -142,4 +163,8 @@ class CoordMaterializeXCommand(JobCommand):
         job.save(update_fields=["last_action_number", "done_materializing", "next_materialize_at", "pending"])
         if more_due:
             enqueue(CoordMaterializeXCommand(job_id=self.job_id))
+        if failed:
+            from coordinators.commands.actions import CoordJobStatusXCommand
+
+            enqueue(CoordJobStatusXCommand(job_id=self.job_id))  # RUNNINGWITHERROR, as for any failed action
         return {"created": len(created), "last_action_number": job.last_action_number}

@@ -109,7 +109,7 @@ def select_actions(job: CoordinatorJob, rerun_type: str, scope: str, *, failed: 
     for action in chosen:
         if action.status not in ACTION_RERUNNABLE:
             raise RerunRefused(
-                f"action {action.id} is {action.status}; only TIMEDOUT, SUCCEEDED, KILLED or FAILED actions rerun"
+                f"action {action.id} is {action.status}; only TIMEDOUT, SUCCEEDED, KILLED, FAILED or IGNORED actions rerun"
             )
     if failed:
         chosen = [a for a in chosen if a.status != ActionStatus.SUCCEEDED]
@@ -170,7 +170,9 @@ class CoordRerunXCommand(JobCommand):
         from coordinators.sla.service import follow_rerun
 
         job, now = self.job, timezone.now()
-        resolved = load_resolved(job) if self.refresh or not self.nocleanup else None
+        # An action that FAILED when it was created has no plan to run again: it is planned anew (issue 16).
+        unplanned = {a.number for a in self.actions if "app_path" not in a.run_conf}
+        resolved = load_resolved(job) if self.refresh or not self.nocleanup or unplanned else None
         keep = (
             {event.name for event in resolved.app.output_events if event.nocleanup} if resolved is not None else set()
         )
@@ -179,13 +181,23 @@ class CoordRerunXCommand(JobCommand):
             if resolved is not None else {}
         )
         removed: list[str] = []
+        rerun: list[CoordinatorAction] = []
         for action in self.actions:
             if not self.nocleanup:
                 removed += clean_outputs(action, keep)
-            if self.refresh and resolved is not None:
+            if (self.refresh or action.number in unplanned) and resolved is not None:
+                from coordinators.definitions import DefinitionError
                 from coordinators.plan import plan_action
 
-                plan = plan_action(resolved, action.number, now=now, nominal=action.nominal_time)
+                try:
+                    plan = plan_action(resolved, action.number, now=now, nominal=action.nominal_time)
+                except DefinitionError as exc:
+                    if action.number not in unplanned:
+                        raise
+                    # Still impossible (a reversed range, a start out of phase): it stays FAILED, never runs.
+                    action.error_message = str(exc)[:4000]
+                    action.save(update_fields=["error_message"])
+                    continue
                 action.data_in = plan.data_in
                 action.run_conf = {"app_path": plan.app_path, **plan.configuration}
                 deps = [[uri, flags[name]] for name, uris in plan.data_in.items() for uri in uris]
@@ -203,6 +215,8 @@ class CoordRerunXCommand(JobCommand):
                 "status", "run_count", "external_id", "error_message", "check_count", "next_check_at",
                 "timeout_at", "pending", "data_in", "run_conf", "missing_dependencies",
             ])
+            rerun.append(action)
+        self.actions = rerun
         follow_rerun(self.actions)
         enqueue(CoordActionInputCheckXCommand(job_id=job.id, numbers=[a.number for a in self.actions]))
         if job.status in RERUN_JOB_TARGET:

@@ -10,6 +10,7 @@ from coordinators.definitions.config import (
     serialize_hadoop_configuration,
 )
 from coordinators.definitions.errors import (
+    ApplicationNotFoundError,
     ConfigurationError,
     DatasetCollisionError,
     DefinitionError,
@@ -33,6 +34,7 @@ from coordinators.definitions.model import (
     DataIn,
     DataOut,
     Dataset,
+    LogicNode,
     Parameter,
     SLAInfo,
 )
@@ -43,6 +45,7 @@ from coordinators.definitions.xmlsafe import parse_xml
 __all__ = [
     "DEFAULT_DONE_FLAG",
     "Action",
+    "ApplicationNotFoundError",
     "ConfigurationError",
     "Controls",
     "CoordinatorApp",
@@ -55,6 +58,7 @@ __all__ = [
     "DuplicateEventError",
     "IncludeError",
     "Loader",
+    "LogicNode",
     "MalformedXMLError",
     "MissingParameterError",
     "Parameter",

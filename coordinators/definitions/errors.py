@@ -67,6 +67,15 @@ class ConfigurationError(DefinitionError):
     """A job configuration (.properties or Hadoop XML) is malformed."""
 
 
+class ApplicationNotFoundError(DefinitionError):
+    """An application path names nothing (`directory_exists` false) or a directory without its definition file."""
+
+    def __init__(self, message: str, *, app_path: str, directory_exists: bool) -> None:
+        self.app_path = app_path
+        self.directory_exists = directory_exists
+        super().__init__(message, source=app_path)
+
+
 class MissingParameterError(DefinitionError):
     """Required `<parameters>` (no default) are not given by the job configuration."""
 

@@ -62,6 +62,23 @@ class DataIn:
 
 
 @dataclass(frozen=True, slots=True)
+class LogicNode:
+    """An `<input-logic>` element (schema 0.5, spec 6.10) as written: attributes still raw EL text.
+
+    kind is "and", "or", "combine" or "data-in"; a data-in's `dataset` names an input event
+    (a `<data-in>` of `<input-events>`), as in Oozie. and/or hold any nodes; combine holds data-ins.
+    """
+
+    kind: str
+    name: str | None = None
+    min: str | None = None
+    wait: str | None = None
+    dataset: str | None = None
+    children: tuple[LogicNode, ...] = ()
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DataOut:
     """An output event: one instance."""
 
@@ -136,7 +153,8 @@ class CoordinatorApp:
     datasets: tuple[Dataset, ...] = ()
     dataset_includes: tuple[str, ...] = ()
     input_events: tuple[DataIn, ...] = ()
-    input_logic: str | None = None
+    input_logic: str | None = None  # the <input-logic> element as written (XML text)
+    logic: LogicNode | None = None  # the same, parsed
     output_events: tuple[DataOut, ...] = ()
     source: str = "<inline>"
 

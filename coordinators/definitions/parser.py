@@ -28,6 +28,7 @@ from coordinators.definitions.model import (
     CoordinatorApp,
     DataIn,
     DataOut,
+    LogicNode,
     Parameter,
     SLAInfo,
 )
@@ -82,6 +83,52 @@ def _inputs(root: etree._Element, source: str) -> tuple[DataIn, ...]:
         )
         for element in children(events, "data-in")
     )
+
+
+LOGIC_KINDS = ("and", "or", "combine", "data-in")
+#: Nesting deeper than this is refused (a hostile document must not exhaust the stack).
+MAX_LOGIC_DEPTH = 32
+
+
+def _logic_node(element: etree._Element, source: str, depth: int) -> LogicNode:
+    kind = local_name(element)
+    line = source_line(element)
+    if depth > MAX_LOGIC_DEPTH:
+        raise UnsupportedFeatureError(
+            f"<input-logic> nested deeper than {MAX_LOGIC_DEPTH} levels", source=source, line=line, element=kind
+        )
+    elements = [c for c in element if isinstance(c.tag, str)]
+    nodes = tuple(_logic_node(c, source, depth + 1) for c in elements)
+    if kind in ("and", "or") and not nodes:
+        raise UnsupportedFeatureError(f"<{kind}> in <input-logic> names no data-in", source=source, line=line, element=kind)
+    if kind == "combine" and (len(nodes) < 2 or any(n.kind != "data-in" for n in nodes)):
+        raise UnsupportedFeatureError(
+            "<combine> holds two or more <data-in> and nothing else (it cannot be nested, spec 6.10)",
+            source=source, line=line, element=kind,
+        )
+
+    def attribute(name: str) -> str | None:
+        value = element.get(name)
+        return None if value is None or not value.strip() else value.strip()
+
+    return LogicNode(
+        kind=kind, name=attribute("name"), min=attribute("min"), wait=attribute("wait"),
+        dataset=attribute("dataset"), children=nodes, line=line,
+    )
+
+
+def _logic(root: etree._Element, source: str) -> LogicNode | None:
+    """`<input-logic>`: exactly one and, or, combine or data-in (Oozie turns more into an invalid expression)."""
+    logic = child(root, "input-logic")
+    if logic is None:
+        return None
+    elements = [c for c in logic if isinstance(c.tag, str)]
+    if len(elements) != 1:
+        raise UnsupportedFeatureError(
+            f"<input-logic> holds one <and>, <or>, <combine> or <data-in> (combine several with <and> or <or>), "
+            f"got {len(elements)}", source=source, line=source_line(logic), element="input-logic",
+        )
+    return _logic_node(elements[0], source, 1)
 
 
 def _outputs(root: etree._Element) -> tuple[DataOut, ...]:
@@ -180,6 +227,7 @@ def parse_coordinator(
         dataset_includes=includes,
         input_events=_inputs(root, source),
         input_logic=None if logic is None else etree.tostring(logic, encoding="unicode", with_tail=False),
+        logic=_logic(root, source),
         output_events=_outputs(root),
         source=source,
     )

@@ -15,7 +15,7 @@ from coordinators.el.errors import (
     ELUnknownFunction,
     ELUnresolvedVariable,
 )
-from coordinators.el.evaluator import evaluate_node, to_bool, to_number, to_text
+from coordinators.el.evaluator import evaluate_node, to_bool, to_integer, to_number, to_text
 from coordinators.el.functions import ALL_PHASES, ELContext, ELFunction, FunctionRegistry, Phase
 from coordinators.el.nodes import Node, calls_in, variables_in
 from coordinators.el.parser import parse_expression
@@ -52,6 +52,7 @@ __all__ = [
     "parse_template",
     "partially_resolve",
     "to_bool",
+    "to_integer",
     "to_number",
     "to_text",
     "unresolved_variables",

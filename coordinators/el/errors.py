@@ -7,6 +7,7 @@ class ELError(ValueError):
     """Base of every EL error."""
 
     def __init__(self, message: str, expression: str = "", position: int | None = None) -> None:
+        self.message = message
         self.expression = expression
         self.position = position
         where = ""

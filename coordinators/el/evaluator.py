@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from coordinators.el.errors import (
@@ -39,8 +40,13 @@ def to_bool(value: Any, expression: str) -> bool:
 
 
 def to_number(value: Any, expression: str) -> int | float:
-    """EL number coercion: null is 0, numeric strings are numbers."""
-    if value is None:
+    """EL number coercion (JSP 2.0 1.18.3): null and "" are 0, numeric strings are numbers.
+
+    Every job property is a string, so `${n * 60}` with n=3 from job.properties is 180.
+    Surrounding blanks are ignored (Java's Long.valueOf would refuse them; a properties
+    file keeps trailing blanks that nobody sees).
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
         return 0
     if isinstance(value, bool):
         raise ELEvaluationError(f"cannot use boolean {to_text(value)} as a number", expression)
@@ -56,6 +62,32 @@ def to_number(value: Any, expression: str) -> int | float:
         except ValueError:
             pass
     raise ELEvaluationError(f"cannot use {value!r} as a number", expression)
+
+
+def to_integer(value: Any, expression: str = "", what: str = "this") -> int:
+    """EL coercion to an integer argument (commons-el: Long.valueOf for strings, null and "" are 0).
+
+    A numeric string from job properties is a number: coord:hours('3') is coord:hours(3).
+    A whole decimal (6 / 2 is 3.0 in EL) is its integer; a fraction, a boolean or a
+    non-numeric string is refused (EL would truncate 2.5 to 2; silently dropping half an
+    hour is worse than a one-line refusal).
+    """
+    if isinstance(value, bool):
+        raise ELEvaluationError(f"{what} takes an integer, got boolean {to_text(value)}", expression)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        return int(value.strip())
+    try:
+        number = to_number(value, expression)
+    except ELEvaluationError:
+        raise ELEvaluationError(f"{what} takes an integer, got {value!r}", expression) from None
+    if isinstance(number, float) and not number.is_integer():
+        raise ELEvaluationError(f"{what} takes an integer, got {value!r} (not a whole number)", expression)
+    return int(number)
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
 
 
 def _check(value: int | float, expression: str) -> int | float:
@@ -130,7 +162,10 @@ def evaluate_node(node: Node, ctx: ELContext, expression: str) -> Any:
     if isinstance(node, Unary):
         value = evaluate_node(node.operand, ctx, expression)
         if node.op == "-":
-            return _check(-to_number(value, expression), expression)
+            try:
+                return _check(-to_number(value, expression), expression)
+            except ELEvaluationError as exc:
+                raise _naming_properties(exc, [(node.operand, value)], expression) from None
         if node.op == "!":
             return not to_bool(value, expression)
         return value is None or (isinstance(value, str | list | tuple | dict | set) and len(value) == 0)
@@ -148,9 +183,12 @@ def evaluate_node(node: Node, ctx: ELContext, expression: str) -> Any:
             )
         left = evaluate_node(node.left, ctx, expression)
         right = evaluate_node(node.right, ctx, expression)
-        if node.op in ("==", "!=", "<", ">", "<=", ">="):
-            return _compare(node.op, left, right, expression)
-        return _arithmetic(node.op, left, right, expression)
+        try:
+            if node.op in ("==", "!=", "<", ">", "<=", ">="):
+                return _compare(node.op, left, right, expression)
+            return _arithmetic(node.op, left, right, expression)
+        except ELEvaluationError as exc:
+            raise _naming_properties(exc, [(node.left, left), (node.right, right)], expression) from None
     return _call(node, ctx, expression)
 
 
@@ -172,7 +210,33 @@ def _call(node: Call, ctx: ELContext, expression: str) -> Any:
     args = [evaluate_node(arg, ctx, expression) for arg in node.args]
     try:
         return function.fn(ctx, *args)
+    except ELEvaluationError as exc:
+        raise _naming_properties(exc, list(zip(node.args, args, strict=True)), expression, node.position) from None
     except ELError:
         raise
     except (ValueError, TypeError, ArithmeticError) as exc:
-        raise ELEvaluationError(f"{node.name}(): {exc}", expression, node.position) from None
+        error = ELEvaluationError(f"{node.name}(): {exc}", expression, node.position)
+        raise _naming_properties(error, list(zip(node.args, args, strict=True)), expression, node.position) from None
+
+
+def _naming_properties(
+    exc: ELEvaluationError, operands: list[tuple[Node, Any]], expression: str, position: int | None = None
+) -> ELEvaluationError:
+    """The error again, naming the variables (job properties, `<parameters>`) whose string values it was given.
+
+    A property value is always a string; when one is not a number where a number is
+    needed, the message says which property to fix, not only which expression failed.
+    """
+    named = [
+        f"property {operand.name!r} is {value!r}"
+        for operand, value in operands
+        if isinstance(operand, Variable) and type(value) is str and f"property {operand.name!r}" not in exc.message
+    ]
+    if not named:
+        if exc.expression:
+            return exc
+        return ELEvaluationError(exc.message, expression, exc.position if exc.position is not None else position)
+    return ELEvaluationError(
+        f"{exc.message} ({'; '.join(named)})", exc.expression or expression,
+        exc.position if exc.position is not None else position,
+    )

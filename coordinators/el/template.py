@@ -77,6 +77,11 @@ def _parse_template(text: str) -> tuple[Segment, ...]:
                 segments.append("".join(literal))
                 literal = []
             source = text[i + 2:end]
+            if "${" in source:  # Oozie's EL refuses this too: names inside ${...} are bare
+                raise ELSyntaxError(
+                    "'${' inside an expression; variables are written bare inside ${...}: "
+                    "${coord:current(off)}, not ${coord:current(${off})}", text, i + 2 + source.index("${"),
+                )
             segments.append(Expression(source, parse_expression(source)))
             if len(segments) > MAX_SEGMENTS:
                 raise ELLimitError(f"more than {MAX_SEGMENTS} expressions in one text", text[:80] + "...")
@@ -111,6 +116,7 @@ def partially_resolve(
     *,
     defer: Callable[[str], bool] = lambda name: False,
     keep_unresolved_variables: bool = False,
+    final: bool = False,
 ) -> str:
     """Resolve what can be resolved now; leave deferred calls (and, if asked, unknown variables) as source.
 
@@ -118,17 +124,26 @@ def partially_resolve(
     `${...}` for a later phase (Oozie keeps coord:latest for action start, and every coord:
     function at submission). Otherwise an unresolved variable raises ELUnresolvedVariable
     naming it, unless keep_unresolved_variables is set.
+
+    The result is a template for the next phase: literal text and the *values* of what was
+    resolved are escaped (`\\${`), so a job property whose value contains `${x}` is
+    inserted as that text and never evaluated again (Oozie evaluates an expression once;
+    its result is data). With final=True (the last evaluation, at action creation or
+    start) the result is plain text: nothing is escaped.
     """
+    def literal(value: str) -> str:
+        return value if final else value.replace("${", "\\${")
+
     out: list[str] = []
     for segment in parse_template(text):
         if isinstance(segment, str):
-            out.append(segment.replace("${", "\\${"))
+            out.append(literal(segment))
             continue
         if any(defer(name) for name in calls_in(segment.node)):
             out.append("${" + segment.source + "}")
             continue
         try:
-            out.append(to_text(evaluate_node(segment.node, ctx, segment.source)))
+            out.append(literal(to_text(evaluate_node(segment.node, ctx, segment.source))))
         except ELUnresolvedVariable:
             if not keep_unresolved_variables:
                 raise

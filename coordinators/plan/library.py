@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from coordinators.el import ELContext, ELEvaluationError, ELFunction, FunctionRegistry, Phase
+from coordinators.el import (
+    ELContext,
+    ELEvaluationError,
+    ELFunction,
+    FunctionRegistry,
+    Phase,
+    to_integer,
+)
+from coordinators.plan.ranges import role_name
 from datasets.timeline import (
     DatasetTimeline,
     Frequency,
@@ -99,14 +107,14 @@ END_OF_UNITS = {"endOfDays": TimeUnit.END_OF_DAY, "endOfWeeks": TimeUnit.END_OF_
 
 def _frequency(kind: str) -> ELFunction:
     def build(ctx: ELContext, n: Any) -> Any:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ELEvaluationError(f"coord:{kind}() takes an integer, got {n!r}")
+        n = to_integer(n, what=f"coord:{kind}()")  # a job property "3" is 3 (JSP EL coercion)
         if kind in END_OF_UNITS and "dataset" in ctx.extra:
             # In a start-instance (reference 6.6.9-6.6.11): the start of the day/week/month
-            # n+1 periods from the nominal time's, fast-forwarded to a dataset instance.
+            # n+1 periods from the nominal time's, which must be a dataset instance (Oozie's
+            # StartInstanceFinder, then E1010 "not in phase"; issue 16).
             dataset = ctx.extra["dataset"]
             moment = start_of_period(_extra(ctx, "nominal", f"coord:{kind}"), n, END_OF_UNITS[kind], dataset.tz)
-            index = dataset.timeline.index_at_or_after(moment)
+            index = dataset.timeline.exact_index(moment, role_name(ctx.extra.get("role")))
             return InstanceRef(index, dataset.timeline)
         names = {"endOfDays": "end_of_days", "endOfWeeks": "end_of_weeks", "endOfMonths": "end_of_months"}
         base = getattr(Frequency, names.get(kind, kind))(n)
@@ -120,9 +128,9 @@ def _frequency(kind: str) -> ELFunction:
 
 
 def _absolute(ctx: ELContext, timestamp: Any) -> InstanceRef:
-    """coord:absolute(ts) in a start-instance: the dataset instance at (or first after) ts."""
+    """coord:absolute(ts) in a start-instance: the dataset instance at ts (Oozie refuses one out of phase)."""
     dataset = _extra(ctx, "dataset", "coord:absolute")
-    index = dataset.timeline.index_at_or_after(parse_datetime(str(timestamp)))
+    index = dataset.timeline.exact_index(parse_datetime(str(timestamp)), role_name(ctx.extra.get("role")))
     return InstanceRef(index, dataset.timeline)
 
 
@@ -133,15 +141,8 @@ def _extra(ctx: ELContext, name: str, function: str) -> Any:
 
 
 def _integer(value: Any, function: str) -> int:
-    if isinstance(value, bool):
-        raise ELEvaluationError(f"{function}() takes an integer, got {value!r}")
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value)
-    raise ELEvaluationError(f"{function}() takes an integer, got {value!r}")
+    """An integer argument, coerced as JSP EL does (numeric strings from job properties are numbers)."""
+    return to_integer(value, what=f"{function}()")
 
 
 def _current(ctx: ELContext, n: Any) -> InstanceRef:

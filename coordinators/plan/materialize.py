@@ -10,6 +10,9 @@ from typing import Any
 from coordinators.definitions import DataIn, DefinitionError
 from coordinators.el import ELError, Phase, evaluate, partially_resolve
 from coordinators.plan.library import STORAGE_FUNCTIONS, InstanceRef
+from coordinators.plan.logic import as_json as logic_json
+from coordinators.plan.logic import check_combine_ranges
+from coordinators.plan.ranges import check_order
 from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, uses_storage
 from datasets.timeline import (
     TimelineError,
@@ -36,10 +39,12 @@ class ActionPlan:
     app_path: str
     configuration: dict[str, str]
     deferred: tuple[str, ...] = ()
+    #: `<input-logic>` (spec 6.10) as JSON, when the job has one: what makes the action ready.
+    input_logic: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
-        """The dry-run JSON shape."""
-        return {
+        """The dry-run JSON shape (`input_logic` only for a job with `<input-logic>`)."""
+        out = {
             "number": self.number,
             "nominal_time": format_datetime(self.nominal_time),
             "data_in": self.data_in,
@@ -47,6 +52,9 @@ class ActionPlan:
             "app_path": self.app_path,
             "configuration": self.configuration,
         }
+        if self.input_logic is not None:
+            out["input_logic"] = self.input_logic
+        return out
 
 
 def instance_ref(value: Any, text: str, event: str, dataset: ResolvedDataset) -> InstanceRef:
@@ -91,6 +99,7 @@ def _resolve_input(
     start_text, end_text = event.start_instance or "", event.end_instance or ""
     first = instance_ref(evaluate(start_text, ctx("start")), start_text, event.name, dataset)
     last = instance_ref(evaluate(end_text, ctx("end")), end_text, event.name, dataset)
+    check_order(event, first.index, last.index, dataset.timeline)  # never an empty or clipped range (issue 16)
     times = dataset.timeline.between(first.index, last.index, max_instances=max_instances)
     return [instance_uri(coordinator, dataset, t) for t in times]
 
@@ -129,18 +138,26 @@ def plan_action(
             ctx = coordinator.context(Phase.CREATION, dataset=dataset, nominal=nominal, actual=now, role="instance")
             ref = instance_ref(evaluate(out.instance, ctx), out.instance, out.name, dataset)
             data_out[out.name] = _uris(coordinator, dataset, [ref])
+        if coordinator.logic is not None:
+            check_combine_ranges(coordinator.logic, data_in)
+        # coord:dataIn of an input-logic name is known once the logic is satisfied (the
+        # runtime's input check): until then it stays `${coord:dataIn('name')}`, as Oozie shows it.
         ctx = coordinator.context(
-            Phase.CREATION, nominal=nominal, actual=now, data_in=data_in, data_out=data_out, deferred_in=tuple(deferred)
+            Phase.CREATION, nominal=nominal, actual=now, data_in=data_in, data_out=data_out,
+            deferred_in=(*deferred, *coordinator.logic_names),
         )
 
         def defer(name: str) -> bool:
             return name in STORAGE_FUNCTIONS
 
-        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer)
-        configuration = {name: partially_resolve(value, ctx, defer=defer) for name, value in coordinator.configuration}
+        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer, final=True)
+        configuration = {name: partially_resolve(value, ctx, defer=defer, final=True) for name, value in coordinator.configuration}
     except (ELError, TimelineError) as exc:
         raise DefinitionError(f"action {number} ({format_datetime(nominal)}): {exc}", source=app.source) from None
-    return ActionPlan(number, nominal, data_in, data_out, app_path, configuration, tuple(deferred))
+    logic = None if coordinator.logic is None else {
+        "requires": coordinator.logic.describe(), "tree": logic_json(coordinator.logic),
+    }
+    return ActionPlan(number, nominal, data_in, data_out, app_path, configuration, tuple(deferred), logic)
 
 
 def iter_action_plans(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
@@ -19,18 +20,23 @@ from coordinators.el import (
     evaluate_to_string,
     parse_template,
     partially_resolve,
+    to_integer,
     unresolved_variables,
 )
 from coordinators.el.nodes import Call, walk
 from coordinators.el.template import Expression
 from coordinators.plan.library import FREQUENCY_FUNCTIONS, REGISTRY, STORAGE_FUNCTIONS
+from coordinators.plan.logic import Logic, origin_note, resolve_logic
+from coordinators.plan.ranges import REVERSED, check_literal_ranges
 from datasets.timeline import (
     DEFAULT_MAX_INSTANCES,
     DatasetTimeline,
     Frequency,
     TimelineError,
     TimeUnit,
+    format_datetime,
     frequency_minutes,
+    iter_nominal_times,
     parse_datetime,
     parse_frequency,
     resolve_timezone,
@@ -80,6 +86,13 @@ class ResolvedCoordinator:
     processing_tz: tzinfo
     #: The most instances one data-in may resolve to (or, for coord:latest, search); a runtime setting.
     max_instances: int = DEFAULT_MAX_INSTANCES
+    #: `<input-logic>` resolved (spec 6.10); None: every input event is required.
+    logic: Logic | None = None
+
+    @property
+    def logic_names(self) -> tuple[str, ...]:
+        """The names coord:dataIn accepts besides the input events: named input-logic nodes."""
+        return tuple(self.logic.named()) if self.logic is not None else ()
 
     def context(self, phase: Phase, **extra: Any) -> ELContext:
         """An EL context for later phases, with the job's variables."""
@@ -104,14 +117,33 @@ def _in_action(name: str) -> bool:
     return _later_phase(name) or name in FREQUENCY_FUNCTIONS
 
 
-def _frequency(value: Any, app: CoordinatorApp, element: str) -> Frequency:
+def _frequency(raw: str, ctx: ELContext, app: CoordinatorApp, element: str) -> Frequency:
+    """A frequency attribute: a frequency function, minutes (a number or a numeric property) or a cron expression."""
+    value = evaluate(raw, ctx)
     if isinstance(value, Frequency):
         return value
     if isinstance(value, bool):
         raise _fail(app, element, f"frequency {value!r} is not a frequency")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # ${120 / 2}: EL division is decimal
     if isinstance(value, int):
         return Frequency.minutes(value)
-    return parse_frequency(str(value))
+    try:
+        return parse_frequency(str(value))
+    except TimelineError as exc:
+        raise _fail(app, element, f"{exc}{origin_note(raw, ctx)}") from None
+
+
+def _check_materializes(
+    app: CoordinatorApp, frequency: Frequency, start: datetime, end: datetime, tz: tzinfo, processing_tz: tzinfo
+) -> None:
+    """A job must have a nominal time before its end (Oozie's CoordSubmitXCommand, E1003), else it is refused."""
+    if next(iter_nominal_times(start, end, frequency, tz, limit=1), None) is None:
+        raise _fail(
+            app, "frequency",
+            f"Coordinator job with frequency '{frequency}' materializes no actions between start and end time "
+            f"({format_datetime(start, processing_tz)} to {format_datetime(end, processing_tz)}, end exclusive)",
+        )
 
 
 def _control(app: CoordinatorApp, ctx: ELContext, name: str) -> Any:
@@ -123,15 +155,17 @@ def _control(app: CoordinatorApp, ctx: ELContext, name: str) -> Any:
         # A time period such as <timeout>${coord:hours(2)}</timeout> (spec 4.4): its minutes at the start.
         start = parse_datetime(evaluate_to_string(app.start, ctx))
         value = frequency_minutes(value, start, resolve_timezone(evaluate_to_string(app.timezone, ctx)))
+    if isinstance(value, str) and not value.strip():
+        return DEFAULTS[name]  # a property that is empty: as if the element were absent (Oozie)
     if name == "execution":
         text = str(value).strip().upper()
         if text not in EXECUTION_ORDERS:
-            raise _fail(app, name, f"execution must be one of {', '.join(EXECUTION_ORDERS)}, got {value!r}")
+            raise _fail(app, name, f"execution must be one of {', '.join(EXECUTION_ORDERS)}, got {value!r}{origin_note(raw, ctx)}")
         return text
     try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise _fail(app, name, f"{name} must be an integer, got {value!r}") from None
+        number = to_integer(value, raw, name)  # "5" from job.properties, or 5.0 from ${10 / 2}
+    except ELError:
+        raise _fail(app, name, f"{name} must be an integer, got {value!r}{origin_note(raw, ctx)}") from None
     if name == "timeout" and number < -1:
         raise _fail(app, name, "timeout must be -1 (none), 0 or a number of minutes")
     if name in ("concurrency", "throttle") and number < 1 and not (name == "concurrency" and number == -1):
@@ -156,6 +190,42 @@ def _name(app: CoordinatorApp, ctx: ELContext) -> str:
     return name
 
 
+#: What Hadoop's Configuration substitutes in a property value: `${name}`, name without '}', '$' or blanks.
+_PROPERTY_REFERENCE = re.compile(r"\$\{([^}$\s]+)\}")
+#: Hadoop's MAX_SUBST: more rounds means a property refers to itself.
+MAX_SUBSTITUTIONS = 20
+MAX_EXPANDED = 100_000
+
+
+def expand_properties(properties: Mapping[str, str], *, user: str, source: str = "<inline>") -> dict[str, str]:
+    """Job properties with `${other}` in their values replaced by that property's value, as Oozie's job
+    configuration (a Hadoop Configuration) does when a value is read: `out=${nameNode}/out`.
+
+    A reference to no property (`${coord:user()}`, `${b}` undefined) stays as text, and so
+    does everything else in a value: a property value is data, never EL (issue 16).
+    `${user.name}` falls back to the submitting user (a Java system property in Oozie).
+    A cycle (`a=${b}`, `b=${a}`) is refused after 20 rounds, as Hadoop refuses it.
+    """
+    lookup = {"user.name": user, **properties}
+
+    def expand(name: str, value: str) -> str:
+        for _ in range(MAX_SUBSTITUTIONS):
+            expanded = _PROPERTY_REFERENCE.sub(lambda m: lookup.get(m.group(1), m.group(0)), value)
+            if expanded == value:
+                return value
+            if len(expanded) > MAX_EXPANDED:  # ${b}${b} in b's own references: a value that doubles each round
+                raise DefinitionError(
+                    f"property {name!r}: expands to more than {MAX_EXPANDED} characters", source=source, element="configuration"
+                )
+            value = expanded
+        raise DefinitionError(
+            f"property {name!r}: variable substitution depth too large ({MAX_SUBSTITUTIONS}): it refers to itself",
+            source=source, element="configuration",
+        )
+
+    return {name: expand(name, value) if "${" in value else value for name, value in properties.items()}
+
+
 def _check_variables(text: str, variables: Mapping[str, Any], app: CoordinatorApp, element: str, allowed: frozenset[str] = frozenset()) -> None:
     missing = unresolved_variables(text, variables) - allowed
     if missing:
@@ -177,7 +247,7 @@ def resolve_coordinator(
 
     max_instances caps how many instances one data-in may resolve to (COORD_MAX_INSTANCES_PER_INPUT).
     """
-    merged = merge_parameters(app, dict(properties))
+    merged = expand_properties(merge_parameters(app, dict(properties)), user=user, source=app.source)
     variables: dict[str, Any] = {**default_variables(), **merged}
     processing_tz = resolve_timezone(processing_timezone)
     ctx = ELContext(
@@ -189,7 +259,7 @@ def resolve_coordinator(
         element = "name"
         job_name = _name(app, ctx)
         element = "frequency"
-        frequency = _frequency(evaluate(app.frequency, ctx), app, element)
+        frequency = _frequency(app.frequency, ctx, app, element)
         element = "start"
         start = parse_datetime(evaluate_to_string(app.start, ctx))
         element = "end"
@@ -201,6 +271,9 @@ def resolve_coordinator(
             )
         element = "timezone"
         tz = resolve_timezone(evaluate_to_string(app.timezone, ctx))
+        if frequency.unit is TimeUnit.CRON:
+            frequency = replace(frequency, zone=processing_tz)  # cron reads the processing zone's clock (4.4.4)
+        _check_materializes(app, frequency, start, end, tz, processing_tz)
         controls = {}
         for name in DEFAULTS:
             element = name
@@ -211,11 +284,11 @@ def resolve_coordinator(
         template_ctx = replace(ctx, variables=template_variables)
         for dataset in app.datasets:
             element = f"dataset {dataset.name}"
-            ds_frequency = _frequency(evaluate(dataset.frequency, ctx), app, element)
+            ds_frequency = _frequency(dataset.frequency, ctx, app, element)
             ds_tz = resolve_timezone(evaluate_to_string(dataset.timezone, ctx))
             initial = parse_datetime(evaluate_to_string(dataset.initial_instance, ctx))
             _check_variables(dataset.uri_template, template_variables, app, element, TIME_VARIABLES)
-            template = partially_resolve(dataset.uri_template, template_ctx, keep_unresolved_variables=True)
+            template = partially_resolve(dataset.uri_template, template_ctx, keep_unresolved_variables=True, final=True)
             done_flag = evaluate_to_string(dataset.done_flag, ctx).strip()
             datasets[dataset.name] = ResolvedDataset(
                 dataset.name, DatasetTimeline(initial, ds_frequency, ds_tz), ds_tz, template, done_flag
@@ -230,6 +303,20 @@ def resolve_coordinator(
                     if not any(isinstance(s, Expression) for s in parse_template(text)):
                         parse_datetime(text.strip())  # a literal instance must at least be a datetime
         _check_storage_functions(app, ctx)
+        for event in app.input_events:
+            element = f"event {event.name}"
+            problem = check_literal_ranges(event, ctx, datasets[event.dataset].timeline)
+            if problem is not None:
+                raise _fail(app, element, problem)
+        logic = None
+        if app.logic is not None:
+            element = "input-logic"
+            storage = frozenset(
+                e.name for e in app.input_events
+                if any(uses_storage(text) for text in (*e.instances, e.start_instance, e.end_instance))
+            )
+            reserved = frozenset([*(e.name for e in app.input_events), *(e.name for e in app.output_events)])
+            logic = resolve_logic(app.logic, ctx, app.input_events, storage_events=storage, reserved=reserved)
         element = "app-path"
         _check_variables(app.action.app_path, variables, app, element)
         app_path = partially_resolve(app.action.app_path, ctx, defer=_in_action)
@@ -254,7 +341,7 @@ def resolve_coordinator(
         timeout=controls["timeout"], concurrency=controls["concurrency"], execution=controls["execution"],
         throttle=controls["throttle"], datasets=datasets, variables=variables, user=user,
         app_path=app_path, configuration=tuple(configuration), processing_tz=processing_tz,
-        max_instances=max_instances,
+        max_instances=max_instances, logic=logic,
     )
 
 
@@ -302,7 +389,7 @@ def _check_storage_arguments(app: CoordinatorApp, event: DataIn, ctx: ELContext)
             if text in (event.start_instance, event.end_instance):
                 ranks.append(values[0])
     if event.is_range and len(ranks) == 2 and ranks[0] > ranks[1]:
-        raise _fail(app, f"event {event.name}", f"start-instance ({ranks[0]}) is after end-instance ({ranks[1]})")
+        raise _fail(app, f"event {event.name}", f"{REVERSED}: start-instance ({ranks[0]}) is after end-instance ({ranks[1]})")
 
 
 def _check_storage_functions(app: CoordinatorApp, ctx: ELContext) -> None:

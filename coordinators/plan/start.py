@@ -27,13 +27,14 @@ keeps waiting and the runtime asks again later (new instances may appear).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from coordinators.definitions import DataIn, DefinitionError
 from coordinators.el import ELError, Phase, evaluate, partially_resolve
 from coordinators.plan.library import STORAGE_FUNCTIONS, InstanceRef, StorageQuery
+from coordinators.plan.logic import Outcome, evaluate_logic, named_uris
 from coordinators.plan.materialize import ActionPlan, instance_ref, instance_uri
 from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, uses_storage
 from datasets.timeline import TimelineError, TooManyInstancesError, format_datetime
@@ -158,7 +159,10 @@ def _resolve_input(search: _Search, event: DataIn) -> list[str] | None:
         if not isinstance(start, StorageQuery) or not isinstance(end, StorageQuery) or start.kind != end.kind:
             raise ELError(f"event {event.name!r}: start-instance and end-instance must both be coord:latest or coord:future")
         if start.n > end.n:
-            raise ELError(f"event {event.name!r}: start-instance {start} is after end-instance {end}")
+            raise ELError(
+                f"event {event.name!r}: start-instance should be equal or earlier than the end-instance: "
+                f"start-instance {start} is after end-instance {end}"
+            )
         return search.run(end, first=start.n)
     uris: list[str] = []
     for text in event.instances:
@@ -223,16 +227,66 @@ def resolve_at_start(
                 data_in[event.name] = uris
         ctx = coordinator.context(
             Phase.START, nominal=nominal, actual=actual_time, data_in=data_in, data_out=plan.data_out,
-            deferred_in=tuple(unresolved),
+            deferred_in=(*unresolved, *coordinator.logic_names),  # logic names: when the logic is satisfied
         )
 
         def defer(name: str) -> bool:
             return name in STORAGE_FUNCTIONS
 
-        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer)
-        configuration = {name: partially_resolve(value, ctx, defer=defer) for name, value in coordinator.configuration}
+        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer, final=True)
+        configuration = {name: partially_resolve(value, ctx, defer=defer, final=True) for name, value in coordinator.configuration}
     except (ELError, TimelineError) as exc:
         raise DefinitionError(
             f"action {plan.number} ({format_datetime(nominal)}) at start: {exc}", source=coordinator.app.source
         ) from None
     return StartResolution(data_in, app_path, configuration, tuple(unresolved))
+
+
+def logic_outcome(
+    coordinator: ResolvedCoordinator, data_in: Mapping[str, list[str]], *, is_available: Availability,
+    waited: timedelta | None,
+) -> Outcome:
+    """The state of the job's `<input-logic>` for an action's inputs (spec 6.10; the job must have one).
+
+    is_available(uri, done_flag) answers from storage; inputs still written as coord:latest/
+    coord:future expressions are not available. waited: time since max(nominal, creation).
+    """
+    if coordinator.logic is None:
+        raise ValueError("logic_outcome needs a job with <input-logic>")
+    return evaluate_logic(coordinator.logic, data_in, _available(coordinator, is_available), waited)
+
+
+def _available(coordinator: ResolvedCoordinator, is_available: Availability) -> Callable[[str, str], bool]:
+    flags = {event.name: coordinator.datasets[event.dataset].done_flag for event in coordinator.app.input_events}
+    check = _Checker(is_available)
+    return lambda event, uri: not uri.startswith("${") and check(uri, flags[event])
+
+
+def resolve_when_ready(
+    coordinator: ResolvedCoordinator, plan: ActionPlan, *, actual_time: datetime, is_available: Availability
+) -> StartResolution:
+    """App path and configuration once the input logic is satisfied: coord:dataIn of a logic name is its URIs.
+
+    A named node that is not satisfied on its own (the other branch of an `<or>`) gives ''.
+    Inputs still waiting for coord:latest/coord:future keep `${coord:dataIn('name')}`.
+    """
+    if coordinator.logic is None:
+        raise ValueError("resolve_when_ready needs a job with <input-logic>")
+    try:
+        named = named_uris(coordinator.logic, plan.data_in, _available(coordinator, is_available))
+        waiting = tuple(name for name, uris in plan.data_in.items() if any(uri.startswith("${") for uri in uris))
+        ctx = coordinator.context(
+            Phase.START, nominal=plan.nominal_time, actual=actual_time, data_in={**plan.data_in, **named},
+            data_out=plan.data_out, deferred_in=waiting,
+        )
+
+        def defer(name: str) -> bool:
+            return name in STORAGE_FUNCTIONS
+
+        app_path = partially_resolve(coordinator.app_path, ctx, defer=defer, final=True)
+        configuration = {name: partially_resolve(value, ctx, defer=defer, final=True) for name, value in coordinator.configuration}
+    except (ELError, TimelineError) as exc:
+        raise DefinitionError(
+            f"action {plan.number} ({format_datetime(plan.nominal_time)}) when ready: {exc}", source=coordinator.app.source
+        ) from None
+    return StartResolution(dict(plan.data_in), app_path, configuration)

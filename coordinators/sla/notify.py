@@ -44,6 +44,30 @@ class PermanentFailure(Exception):  # noqa: N818 - reads as the condition
     """A channel that cannot succeed for this event (no valid address): not retried."""
 
 
+class EmailNotConfigured(PermanentFailure):
+    """No mail server is configured (EMAIL_HOST unset): the e-mail is not sent, nor retried."""
+
+
+NOT_CONFIGURED_MESSAGE = (
+    "SLA alerts are not e-mailed: e-mail is not configured (set EMAIL_HOST, or SLA_EMAIL_ENABLED=false "
+    "to silence this); SLA events are still recorded, and POSTed to SLA_WEBHOOK_URL when set"
+)
+_said_not_configured = False
+
+
+def email_ready() -> bool:
+    """Whether SLA e-mails can go out (a mail server is configured); the first "no" of a process is logged."""
+    global _said_not_configured
+    from project.mail import email_configured
+
+    if email_configured():
+        return True
+    if not _said_not_configured:
+        _said_not_configured = True
+        log.warning(NOT_CONFIGURED_MESSAGE)
+    return False
+
+
 def _minutes(millis: Any) -> str:
     return str(int(millis) // 60000) if isinstance(millis, int) and millis >= 0 else "-"
 
@@ -76,6 +100,8 @@ def email_message(event: SLAEvent) -> EmailMessage:
 
 def send_email(event: SLAEvent) -> None:
     """Send the alert e-mail through Django's e-mail backend (EMAIL_* settings, EMAIL_TIMEOUT)."""
+    if not email_ready():  # queued before the mail server went away: dropped, not retried
+        raise EmailNotConfigured("e-mail is not configured (EMAIL_HOST unset)")
     email_message(event).send(fail_silently=False)
 
 
@@ -131,6 +157,8 @@ def deliver(now: datetime | None = None, *, batch: int = BATCH) -> int:
                 continue
             try:
                 sender(event)
+            except EmailNotConfigured as exc:
+                errors.append(f"{channel}: {exc}")  # logged once by email_ready, not per event
             except PermanentFailure as exc:
                 errors.append(f"{channel}: {exc}")
                 log.error("SLA %s for %s: %s not sent: %s", event.event_type, event.registration_id, channel, exc)

@@ -179,7 +179,10 @@ def channels_for(record: SLARegistration, event: str) -> list[str]:
         else _events_setting("SLA_ALERT_EVENTS", ["END_MISS"])
     )
     if record.alert_contact.strip() and event in email_events and getattr(settings, "SLA_EMAIL_ENABLED", True):
-        channels.append("email")
+        from coordinators.sla.notify import email_ready
+
+        if email_ready():  # no mail server configured: said once in the log, the event stays in the admin
+            channels.append("email")
     if getattr(settings, "SLA_WEBHOOK_URL", "") and event in _events_setting("SLA_WEBHOOK_EVENTS", ALL_EVENTS):
         channels.append("webhook")
     return channels

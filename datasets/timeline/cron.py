@@ -2,8 +2,10 @@
 
 Fields: minute (0-59), hour (0-23), day-of-month (1-31, ? L L-n nW LW), month (1-12 or
 JAN-DEC), day-of-week (1-7 = SUN-SAT, ? L nL n#k). `*`, lists, ranges (also overflowing,
-e.g. 22-2), and `a/b` increments. Evaluated on the wall clock of the given time zone;
-wall times skipped by DST are not fired, repeated ones fire once.
+e.g. 22-2), and `a/b` increments. Evaluated on the wall clock of the given time zone:
+coordinators pass the processing time zone (UTC or a fixed offset, reference 4.4.4 notes),
+whatever the job's zone; the job zone's DST correction happens in stepping. In a zone with
+DST, wall times skipped by it are not fired and repeated ones fire once.
 """
 
 from __future__ import annotations
@@ -195,6 +197,8 @@ class CronSchedule:
         while day <= horizon:
             if self.day_matches(day):
                 for hour in sorted(self.hours):
+                    if day == start.date() and hour < start.hour:
+                        continue  # already past on the first day
                     for minute in sorted(self.minutes):
                         candidate = wall(day.year, day.month, day.day, hour, minute)
                         if candidate < start:

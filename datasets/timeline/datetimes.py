@@ -15,6 +15,20 @@ _DATETIME = re.compile(
 _GMT_OFFSET = re.compile(r"^GMT(?P<sign>[+-])(?P<h>\d{1,2}):?(?P<m>\d{2})?$")
 MAX_TEXT = 64
 
+#: Java's three-letter time zone ids (java.time.ZoneId.SHORT_IDS, the aliases TimeZone.getTimeZone
+#: maps), which Oozie's DateUtils.getTimeZone accepts with a warning. PST is Los Angeles with its
+#: DST, as in Java; EST, MST and HST are fixed offsets, as in Java 8 and later.
+JAVA_SHORT_IDS: dict[str, str] = {
+    "ACT": "Australia/Darwin", "AET": "Australia/Sydney", "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo", "AST": "America/Anchorage", "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare", "CNT": "America/St_Johns", "CST": "America/Chicago", "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris", "IET": "America/Indiana/Indianapolis",
+    "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "MIT": "Pacific/Apia", "NET": "Asia/Yerevan",
+    "NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
+}
+JAVA_FIXED_IDS: dict[str, timedelta] = {"EST": timedelta(hours=-5), "MST": timedelta(hours=-7), "HST": timedelta(hours=-10)}
+
 
 def require_aware(value: datetime, what: str = "datetime") -> datetime:
     """Return value if it carries a time zone, else NaiveDatetimeError."""
@@ -76,7 +90,8 @@ def format_datetime(value: datetime, tz: tzinfo = UTC) -> str:
 
 
 def resolve_timezone(name: str) -> tzinfo:
-    """A zoneinfo name (`America/Los_Angeles`), `UTC`/`GMT`, or a fixed `GMT+05:30` offset."""
+    """A zoneinfo name (`America/Los_Angeles`), `UTC`/`GMT`, a fixed `GMT+05:30` offset, or a Java
+    three-letter id (`PST` is America/Los_Angeles, `EST` is GMT-05:00: JAVA_SHORT_IDS, JAVA_FIXED_IDS)."""
     if not isinstance(name, str) or not name or len(name) > MAX_TEXT:
         raise UnknownTimezoneError(f"unknown time zone {name!r}")
     text = name.strip()
@@ -89,19 +104,24 @@ def resolve_timezone(name: str) -> tzinfo:
             raise UnknownTimezoneError(f"time zone offset {name!r} is out of range")
         delta = timedelta(hours=hours, minutes=minutes)
         return timezone(-delta if match["sign"] == "-" else delta, name=text)
+    if text in JAVA_FIXED_IDS:
+        return timezone(JAVA_FIXED_IDS[text], name=text)
+    if text in JAVA_SHORT_IDS:
+        return ZoneInfo(JAVA_SHORT_IDS[text])
     if ".." in text or text.startswith("/") or not re.fullmatch(r"[A-Za-z0-9_+\-/]+", text):
         raise UnknownTimezoneError(f"unknown time zone {name!r}")
     try:
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         raise UnknownTimezoneError(
-            f"unknown time zone {name!r} (use a zoneinfo name such as America/Los_Angeles, or GMT+05:30)"
+            f"unknown time zone {name!r} (use a zoneinfo name such as America/Los_Angeles, a GMT offset "
+            "such as GMT+05:30, UTC, or one of Java's three-letter ids such as PST or EST)"
         ) from None
 
 
 def available_timezone_ids() -> list[str]:
-    """Every zoneinfo identifier this installation understands, sorted (the tool of spec 4.2)."""
-    return sorted(available_timezones())
+    """Every zoneinfo identifier this installation understands and Java's three-letter ids, sorted (spec 4.2's tool)."""
+    return sorted(available_timezones() | set(JAVA_SHORT_IDS) | set(JAVA_FIXED_IDS))
 
 
 def wall(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from datetime import tzinfo
 
 from datasets.timeline.errors import InvalidFrequencyError
 
@@ -39,11 +40,16 @@ _EL_NAMES = {
 
 @dataclass(frozen=True, slots=True)
 class Frequency:
-    """A positive amount of a time unit (or a cron expression)."""
+    """A positive amount of a time unit (or a cron expression).
+
+    A cron expression is read on the wall clock of `zone`, the processing time zone (reference
+    4.4.4 notes); None means UTC. Other frequencies ignore it: they step in the job's zone.
+    """
 
     amount: int
     unit: TimeUnit
     cron: str | None = None
+    zone: tzinfo | None = None
 
     def __post_init__(self) -> None:
         if self.unit is TimeUnit.CRON:
@@ -99,12 +105,12 @@ class Frequency:
         return cls(n, TimeUnit.END_OF_MONTH)
 
     @classmethod
-    def from_cron(cls, expression: str) -> Frequency:
-        """A cron-like frequency (validated by parsing it)."""
+    def from_cron(cls, expression: str, zone: tzinfo | None = None) -> Frequency:
+        """A cron-like frequency (validated by parsing it), read in `zone` (the processing time zone; UTC if None)."""
         from datasets.timeline.cron import CronSchedule
 
         CronSchedule.parse(expression)
-        return cls(1, TimeUnit.CRON, cron=" ".join(expression.split()))
+        return cls(1, TimeUnit.CRON, cron=" ".join(expression.split()), zone=zone)
 
     @property
     def is_calendar(self) -> bool:

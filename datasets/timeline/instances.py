@@ -10,7 +10,7 @@ from calendar import monthrange
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from datasets.timeline.datetimes import from_wall, require_aware, to_local, wall
+from datasets.timeline.datetimes import format_datetime, from_wall, require_aware, to_local, wall
 from datasets.timeline.errors import InvalidFrequencyError, TimelineError, TooManyInstancesError
 from datasets.timeline.frequency import Frequency, TimeUnit
 from datasets.timeline.stepping import add_months, first_nominal_time, floor_index, step
@@ -47,6 +47,25 @@ class DatasetTimeline:
         """The smallest k with instance(k) >= moment."""
         k = self.index_at_or_before(moment)
         return k if self.instance(k) == moment else k + 1
+
+    def exact_index(self, moment: datetime, role: str = "start-instance") -> int:
+        """The index of the instance at exactly moment (coord:absolute, an endOf* start-instance).
+
+        Oozie refuses (ph2_coord_absolute_range, E1010) a moment before the first instance or
+        between two instances; so does this, in Oozie's words.
+        """
+        first, at = format_datetime(self.first), format_datetime(require_aware(moment))
+        if moment < self.first:
+            raise TimelineError(
+                f"initial-instance should be equal or earlier than the {role}. initial-instance is {first} and {role} is {at}"
+            )
+        k = self.index_at_or_before(moment)
+        if self.instance(k) != moment:
+            raise TimelineError(
+                f"initial-instance is not in phase with {role}. initial-instance is {first} and {role} is {at} "
+                f"(instances are {format_datetime(self.instance(k))} and {format_datetime(self.instance(k + 1))})"
+            )
+        return k
 
     def current_index(self, nominal: datetime, n: int) -> int:
         """The index that coord:current(n) names at this nominal time."""

@@ -3,29 +3,36 @@
 Every nominal time is computed from the first one (never by repeated addition), as Oozie
 does, so month-end clamping never drifts (Jan 31, Feb 28, Mar 31, ...) and a daily job at
 local midnight stays at local midnight across 23- and 25-hour days.
+
+Cron frequencies fire on the processing time zone's wall clock (the frequency's `zone`),
+and firings a day or more after the previous one move by the job zone's DST difference
+from the start (Oozie's CoordMaterializeTransitionXCommand.addDSTChangeToNominalTime).
 """
 
 from __future__ import annotations
 
-from calendar import monthrange
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
+
+from dateutil.relativedelta import relativedelta
 
 from datasets.timeline.datetimes import from_wall, require_aware, to_local, wall
 from datasets.timeline.errors import InvalidFrequencyError, TimelineError
 from datasets.timeline.frequency import Frequency, TimeUnit
 
 MAX_CRON_STEPS = 1_000_000
+ONE_DAY = timedelta(days=1)
 
 
 def add_months(wall: datetime, months: int) -> datetime:
-    """Add calendar months to a wall time, clamping the day to the month's length (Jan 31 + 1 = Feb 28/29)."""
-    total = wall.year * 12 + (wall.month - 1) + months
-    year, month0 = divmod(total, 12)
-    if not 1 <= year <= 9999:
-        raise TimelineError(f"date out of range: {months} months from {wall:%Y-%m-%d}")
-    month = month0 + 1
-    return wall.replace(year=year, month=month, day=min(wall.day, monthrange(year, month)[1]))
+    """Add calendar months to a wall time, clamping the day to the month's length (Jan 31 + 1 = Feb 28/29).
+
+    relativedelta clamps exactly as Java's Calendar.add(MONTH, n) does.
+    """
+    try:
+        return wall + relativedelta(months=months)
+    except (ValueError, OverflowError):  # past year 9999 or before year 1
+        raise TimelineError(f"date out of range: {months} months from {wall:%Y-%m-%d}") from None
 
 
 def _wall(value: datetime, tz: tzinfo) -> datetime:
@@ -47,13 +54,48 @@ def first_nominal_time(start: datetime, frequency: Frequency, tz: tzinfo) -> dat
         local = _wall(start, tz)
         return from_wall(add_months(wall(local.year, local.month, 1), 1), tz)
     if frequency.unit is TimeUnit.CRON:
-        from datasets.timeline.cron import CronSchedule
-
-        found = CronSchedule.parse(frequency.cron or "").next_at_or_after(start, tz)
+        found = next(_cron_times(start, frequency, tz), None)
         if found is None:
             raise InvalidFrequencyError(f"cron frequency {frequency.cron!r} never fires")
         return found
     return start.astimezone(UTC)
+
+
+def dst_shift(start: datetime, firing: datetime, tz: tzinfo) -> timedelta:
+    """Oozie's DaylightOffsetCalculator.getDSTOffset(tz, start, firing): + the start's DST, - the firing's, or 0."""
+    begin = start.astimezone(tz).dst() or timedelta(0)
+    end = firing.astimezone(tz).dst() or timedelta(0)
+    if begin and not end:
+        return begin
+    if end and not begin:
+        return -end
+    return timedelta(0)
+
+
+def _cron_times(start: datetime, frequency: Frequency, tz: tzinfo) -> Iterator[datetime]:
+    """The nominal times of a cron frequency from start, strictly increasing, until the schedule stops.
+
+    Firings are searched on the wall clock of frequency.zone (the processing time zone, UTC if
+    None). A firing a day or more after the previous one (the first: after start minus a
+    minute, as Oozie's first materialization) moves by dst_shift(start, firing, tz), so that a
+    daily or monthly cron keeps its local time in the job's zone across DST (reference section
+    7's table). The search goes on from the unshifted firing, as Oozie's does. A forward shift
+    that would reach the next firing is not applied, so nominal times never go backwards.
+    """
+    from datasets.timeline.cron import CronSchedule
+
+    require_aware(start, "start")
+    schedule = CronSchedule.parse(frequency.cron or "")
+    zone = frequency.zone or UTC
+    previous = start - timedelta(minutes=1)
+    current = schedule.next_at_or_after(start, zone)
+    while current is not None:
+        following = schedule.next_at_or_after(current + timedelta(minutes=1), zone)
+        shift = dst_shift(start, current, tz) if current - previous >= ONE_DAY else timedelta(0)
+        if shift > timedelta(0) and following is not None and following <= current + shift:
+            shift = timedelta(0)
+        yield current + shift
+        previous, current = current, following
 
 
 def step(base: datetime, k: int, frequency: Frequency, tz: tzinfo) -> datetime:
@@ -74,34 +116,43 @@ def step(base: datetime, k: int, frequency: Frequency, tz: tzinfo) -> datetime:
 
 def nominal_time(start: datetime, n: int, frequency: Frequency, tz: tzinfo) -> datetime:
     """The n-th (0-based) nominal time; O(1) except for cron frequencies."""
-    first = first_nominal_time(start, frequency, tz)
     if frequency.unit is TimeUnit.CRON:
-        for index, value in enumerate(iter_nominal_times(start, None, frequency, tz)):
+        for index, value in enumerate(_cron_times(start, frequency, tz)):
             if index == n:
                 return value
-        raise TimelineError("unreachable")  # pragma: no cover - the iterator is infinite
-    return step(first, n, frequency, tz)
+        raise TimelineError(f"cron frequency {frequency.cron!r} has no nominal time number {n + 1}")
+    return step(first_nominal_time(start, frequency, tz), n, frequency, tz)
 
 
 def iter_nominal_times(
-    start: datetime, end: datetime | None, frequency: Frequency, tz: tzinfo, *, limit: int | None = None
+    start: datetime,
+    end: datetime | None,
+    frequency: Frequency,
+    tz: tzinfo,
+    *,
+    limit: int | None = None,
+    first_index: int = 0,
 ) -> Iterator[datetime]:
-    """Nominal times from start, stopping before end (exclusive) or after limit items."""
+    """Nominal times of the recurrence from start, beginning with number first_index (0-based),
+    stopping before end (exclusive) or after limit items.
+
+    Continuing a recurrence takes the job's start and first_index, never a later nominal time
+    as start: endOf* frequencies would move it again, month clamping would drift, and cron
+    DST shifts are measured from the start.
+    """
     if end is not None:
         require_aware(end, "end")
     produced = 0
     if frequency.unit is TimeUnit.CRON:
-        from datasets.timeline.cron import CronSchedule
-
-        schedule = CronSchedule.parse(frequency.cron or "")
-        current = schedule.next_at_or_after(start, tz)
-        while current is not None and (end is None or current < end) and (limit is None or produced < limit):
-            yield current
-            produced += 1
-            current = schedule.next_at_or_after(current + timedelta(minutes=1), tz)
+        for index, current in enumerate(_cron_times(start, frequency, tz)):
+            if (end is not None and current >= end) or (limit is not None and produced >= limit):
+                return
+            if index >= first_index:
+                yield current
+                produced += 1
         return
     first = first_nominal_time(start, frequency, tz)
-    k = 0
+    k = max(first_index, 0)
     while limit is None or produced < limit:
         try:
             value = step(first, k, frequency, tz)
@@ -118,10 +169,7 @@ def count_before(start: datetime, moment: datetime, frequency: Frequency, tz: tz
     """How many nominal times fall strictly before moment (the actions due by then); O(1) for non-cron."""
     require_aware(moment, "moment")
     if frequency.unit is TimeUnit.CRON:
-        count = 0
-        for _ in iter_nominal_times(start, moment, frequency, tz, limit=MAX_CRON_STEPS):
-            count += 1
-        return count
+        return sum(1 for _ in iter_nominal_times(start, moment, frequency, tz, limit=MAX_CRON_STEPS))
     first = first_nominal_time(start, frequency, tz)
     if moment <= first:
         return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -47,11 +47,21 @@ def test_reference_cron_examples(expression: str, start: str, expected: list[str
     assert firings(expression, start, len(expected)) == expected
 
 
-def test_cron_runs_on_the_time_zone_wall_clock_across_dst() -> None:
-    """A cron evaluated in New York fires at 02:30 local except on the spring-forward day (no 02:30)."""
+def test_cron_schedule_on_a_dst_wall_clock_skips_the_gap() -> None:
+    """CronSchedule read on a DST zone's clock fires at 02:30 local except on the spring-forward day (no 02:30).
+
+    Coordinators read cron on the processing time zone's clock (issue 16, tests/datasets/timeline/
+    test_cron_zone.py); the schedule itself still handles a clock with DST.
+    """
+    from datasets.timeline.cron import CronSchedule
+
     zone = resolve_timezone("America/New_York")
-    times = list(iter_nominal_times(P("2009-03-07T00:00Z"), None, Frequency.from_cron("30 2 * * *"), zone, limit=2))
-    assert [to_local(t, zone).strftime("%m-%d %H:%M") for t in times] == ["03-07 02:30", "03-09 02:30"]
+    schedule = CronSchedule.parse("30 2 * * *")
+    first = schedule.next_at_or_after(P("2009-03-07T00:00Z"), zone)
+    assert first is not None
+    second = schedule.next_at_or_after(first + timedelta(minutes=1), zone)
+    assert second is not None
+    assert [to_local(t, zone).strftime("%m-%d %H:%M") for t in (first, second)] == ["03-07 02:30", "03-09 02:30"]
 
 
 @pytest.mark.parametrize(

@@ -178,7 +178,8 @@ def test_put_refusals(ann: User) -> None:
     oozie = Oozie(ann)
     assert error_of(oozie.put(f"job/{job.id}")) == (400, "E0305", "E0305: Missing parameter [action]")
     assert error_of(oozie.put(f"job/{job.id}", action="explode"))[:2] == (400, "E0303")
-    status, code, message = error_of(oozie.put(f"job/{job.id}", action="resume"))
+    assert oozie.put(f"job/{job.id}", action="resume").status_code == 200  # Oozie skips it (ADR 0013)
+    status, code, message = error_of(oozie.put(f"job/{job.id}", action="start"))
     assert (status, code) == (400, "E1025") and "RUNNING" in message
     assert error_of(oozie.put(f"job/{job.id}", action="change"))[:2] == (400, "E0305")
     assert error_of(oozie.put(f"job/{job.id}", action="coord-rerun", type="action"))[:2] == (400, "E0305")

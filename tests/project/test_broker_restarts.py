@@ -109,7 +109,7 @@ def test_worker_and_beat_survive_redis_restarting_empty_and_flushall(
     exactly once, in enqueue order per key."""
     env = {**ENGINE_ENV, "REDIS_URL": own_redis.url}
     worker = live_workers(name="w1", concurrency=CONCURRENCY, **env)
-    beat = live_beat(**env)
+    beat = live_beat(**env, LOG_PERIODIC_TASKS="true")  # its "Sending due task" lines show it is alive
     jobs = Jobs(tmp_path / "record.log")
 
     jobs.enqueue("before", count=16)

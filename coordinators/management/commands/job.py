@@ -25,8 +25,13 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
 
-VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "dryrun")
+VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
+
+
+def one_line(text: str) -> str:
+    """An error in full on one line (tables keep one row per action; nothing is cut)."""
+    return " ".join(text.split())
 
 
 def is_bundle(job_id: str) -> bool:
@@ -41,22 +46,26 @@ class Command(BaseCommand):
         "oozie job for coordinators and bundles: -run|-submit|-dryrun -config F [--format text|json]; "
         "-start|-info|-kill|-suspend|-resume ID; -change ID -value endtime=..;concurrency=..;pausetime=..; "
         "-rerun COORD_ID -action 1,3-4 | -date A::B [-refresh] [-nocleanup] [-failed]; "
-        "-rerun BUNDLE_ID -coordinator c1,c2 and/or -date A::B [-refresh] [-nocleanup]"
+        "-rerun BUNDLE_ID -coordinator c1,c2 and/or -date A::B [-refresh] [-nocleanup]; "
+        "-ignore COORD_ID [-action 1,3-4 | -date A::B]; -update COORD_ID [-config F] [-dryrun]"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         """Oozie's single-dash options."""
-        group = parser.add_mutually_exclusive_group(required=True)
-        for verb in ("run", "submit", "dryrun"):
+        # Not required here: -dryrun is a verb of its own, or the dry-run flag of -update (checked in handle).
+        group = parser.add_mutually_exclusive_group()
+        for verb in ("run", "submit"):
             group.add_argument(f"-{verb}", dest="verb", action="store_const", const=verb)
-        for verb in ("start", "info", "kill", "suspend", "resume", "change", "rerun"):
+        for verb in ("start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log"):
             group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
+        parser.add_argument("-dryrun", action="store_true", help="with -config: plan a submission; with -update: show the diff only")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
         parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
         parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING "
                             "(bundles: endtime and pausetime)")
-        parser.add_argument("-action", default=None, help="-rerun: action numbers and ranges, e.g. 1,3-4,7-40")
-        parser.add_argument("-date", default=None, help="-rerun: nominal times and ranges (UTC), e.g. 2009-01-01T01:00Z::2009-01-31T23:59Z")
+        parser.add_argument("-action", default=None, help="-rerun, -ignore: action numbers and ranges, e.g. 1,3-4,7-40")
+        parser.add_argument("-date", default=None,
+                            help="-rerun, -ignore: nominal times and ranges (UTC), e.g. 2009-01-01T01:00Z::2009-01-31T23:59Z")
         parser.add_argument("-coordinator", default=None, help="-rerun of a bundle: coordinator names, e.g. c1,c3")
         parser.add_argument("-format", "--format", dest="format", choices=("text", "json"), default="text",
                             help="-dryrun: a readable summary (default) or the dry-run JSON")
@@ -66,11 +75,18 @@ class Command(BaseCommand):
         parser.add_argument("-len", type=int, default=50, help="-info: actions per page; -dryrun: actions planned (per coordinator)")
         parser.add_argument("-offset", type=int, default=1, help="-info: first action (1-based)")
         parser.add_argument("-filter", default="", help="-info: status=RUNNING;status=WAITING ...")
+        parser.add_argument("-logfilter", default="", help="-log: loglevel=ERROR|WARN|INFO;text=...;action=3;limit=100")
         parser.add_argument("-order", choices=("asc", "desc"), default="asc", help="-info: action order")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch the verb; user errors are one line, exit 1."""
-        verb = options.get("verb") or next((v for v in VERBS if options.get(v)), None)
+        verb = options.get("verb") or next((v for v in VERBS if v != "dryrun" and options.get(v)), None)
+        if options.get("dryrun") and verb is None:
+            verb = "dryrun"
+        elif options.get("dryrun") and verb != "update":
+            raise CommandError(f"-dryrun goes with -config alone, or with -update; not with -{verb}")
+        if verb is None:
+            raise CommandError(f"give one of {', '.join('-' + v for v in VERBS)}")
         try:
             if verb in ("run", "submit", "dryrun"):
                 self._submit(verb, options)
@@ -80,6 +96,12 @@ class Command(BaseCommand):
                 self._change(options["change"], options)
             elif verb == "rerun":
                 self._rerun(options["rerun"], options)
+            elif verb == "ignore":
+                self._ignore(options["ignore"], options)
+            elif verb == "update":
+                self._update(options["update"], options)
+            elif verb == "log":
+                self._log(options["log"], options)
             elif verb is not None:
                 self._control(verb, options[verb], options)
         except (DefinitionError, IllegalTransition, JobPermissionDenied, ValueError) as exc:
@@ -119,6 +141,13 @@ class Command(BaseCommand):
 
         if APP_PATH_PROPERTY not in properties:
             raise CommandError(f"{config}: {APP_PATH_PROPERTY} (or {BUNDLE_PATH_PROPERTY}) is not set")
+        # Stored absolute (the job's coordJobPath and app path): a relative application path is
+        # relative to the properties file, itself relative to the current directory. The APIs
+        # keep their own rules (COORD_APPLICATION_ROOTS); this only concerns the CLI.
+        config = config.resolve()
+        path = properties[APP_PATH_PROPERTY].strip()
+        if path and "://" not in path and not Path(path).is_absolute():
+            properties[APP_PATH_PROPERTY] = str((config.parent / path).resolve())
         xml_path = locate_application(config, properties[APP_PATH_PROPERTY])
         try:
             xml = xml_path.read_text()
@@ -195,6 +224,53 @@ class Command(BaseCommand):
         lines.append(f"rerun: {len(actions)} action(s) of {job_id} queued")
         self.stdout.write("\n".join(lines))
 
+    def _ignore(self, job_id: str, options: dict[str, Any]) -> None:
+        """-ignore ID: the (FAILED or KILLED) job; with -action or -date: those (FAILED, KILLED, TIMEDOUT) actions."""
+        from coordinators.services import ignore_actions, ignore_job
+
+        if is_bundle(job_id) or job_id.endswith("-W"):
+            raise CommandError(f"{'Bundle' if is_bundle(job_id) else 'Workflow'} ignore is not supported: only coordinators")
+        if options["action"] is not None and options["date"] is not None:
+            raise CommandError("-ignore takes -action or -date, not both")
+        self._existing(job_id)
+        actor = self._user(options)
+        if options["action"] is None and options["date"] is None:
+            ignore_job(job_id, actor=actor)
+            self.stdout.write(f"ignore: {job_id} queued (the job becomes IGNORED)")
+            return
+        ignore_type, scope = ("action", options["action"]) if options["action"] is not None else ("date", options["date"])
+        if not scope.strip():
+            raise CommandError(f"-{ignore_type} is empty")
+        actions = ignore_actions(job_id, actor=actor, ignore_type=ignore_type, scope=scope)
+        lines = [f"{'ID':<45} {'Status':<10} Nominal Time", "-" * 75]
+        lines += [f"{action.id:<45} {action.status:<10} {format_datetime(action.nominal_time)}" for action in actions]
+        lines.append(f"ignore: {len(actions)} action(s) of {job_id} queued (they become IGNORED)")
+        self.stdout.write("\n".join(lines))
+
+    def _update(self, job_id: str, options: dict[str, Any]) -> None:
+        """-update ID [-config F] [-dryrun]: Oozie's diff of definition and configuration; queued unless -dryrun."""
+        from coordinators.services import update_job
+
+        if is_bundle(job_id):
+            raise CommandError("-update is for coordinator jobs")
+        configuration = None
+        if options["config"]:
+            config = Path(options["config"])
+            try:
+                configuration = load_configuration(config.read_bytes(), str(config))
+            except OSError as exc:
+                raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+            path = configuration.get(APP_PATH_PROPERTY, "").strip()
+            if path and "://" not in path and not Path(path).is_absolute():
+                # As for -submit: a relative application path is relative to the properties file.
+                configuration[APP_PATH_PROPERTY] = str((config.parent / path).resolve())
+        self._existing(job_id)
+        plan = update_job(
+            job_id, actor=self._user(options), configuration=configuration, dryrun=options["dryrun"], trusted=True,
+        )
+        self.stdout.write(plan.diff, ending="")
+        self.stdout.write("update: dry run, nothing changed" if options["dryrun"] else f"update: {job_id} queued")
+
     def _rerun_bundle(self, job_id: str, options: dict[str, Any]) -> None:
         """-coordinator names and/or -date ranges (one at least); the actions that will run again, by coordinator."""
         from bundles.services import rerun_bundle
@@ -233,6 +309,24 @@ class Command(BaseCommand):
             control(job_id, verb, actor=actor)
         self.stdout.write(f"{verb}: {job_id} queued")
 
+    def _log(self, job_id: str, options: dict[str, Any]) -> None:
+        """-log ID [-logfilter ...]: the job's and its actions' story, as the Oozie API's show=log (oozieapi.joblog)."""
+        from coordinators.permissions import check_read
+        from oozieapi.errors import OozieError
+        from oozieapi.joblog import job_log, parse_log_filter
+
+        job: CoordinatorJob | BundleJob = (
+            BundleJob.objects.select_related("owner").get(pk=job_id) if is_bundle(job_id)
+            else CoordinatorJob.objects.select_related("owner").get(pk=job_id)
+        )
+        check_read(self._user(options), job)
+        try:
+            lines = job_log(job, options=parse_log_filter(options["logfilter"]))
+        except OozieError as exc:
+            raise CommandError(f"-logfilter: {exc.message}") from None
+        if lines:
+            self.stdout.write("\n".join(lines))
+
     def _bundle_info(self, job_id: str) -> None:
         """The bundle, then one line per coordinator: name, coordinator job id, status, critical, pending, error."""
         bundle = BundleJob.objects.select_related("owner").defer("applications").get(pk=job_id)
@@ -253,7 +347,7 @@ class Command(BaseCommand):
         for action in bundle.actions.order_by("coord_name"):
             lines.append(
                 f"{action.coord_name:<24} {action.coord_job_id or '-':<36} {action.status:<18} "
-                f"{'yes' if action.critical else 'no':<8} {action.pending:<7} {action.error_message[:40]}"
+                f"{'yes' if action.critical else 'no':<8} {action.pending:<7} {one_line(action.error_message)}"
             )
         self.stdout.write("\n".join(lines))
 
@@ -285,6 +379,8 @@ class Command(BaseCommand):
         for action in actions[start:start + max(1, options["len"])]:
             lines.append(
                 f"{action.id:<45} {action.status:<10} {action.external_id or '-':<36} "
-                f"{format_datetime(action.nominal_time):<18} {action.error_message[:40]}"
+                f"{format_datetime(action.nominal_time):<18} {one_line(action.error_message)}"
             )
+            if action.status == "WAITING":  # what it waits for, on a line of its own (not cut)
+                lines.append(f"    waiting: {action.waiting_text()}")
         self.stdout.write("\n".join(lines))

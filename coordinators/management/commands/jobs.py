@@ -20,9 +20,42 @@ from django.utils import timezone
 
 from datasets.timeline import format_datetime
 
+COORDINATOR_COLUMNS = ("Job ID", "App Name", "Status", "Freq", "Unit", "Started", "Next Materialized")
+BUNDLE_COLUMNS = ("Job ID", "Bundle Name", "Status", "Kickoff", "Created", "User")
 JOBTYPES = {"coordinator": "coordinator", "coord": "coordinator", "bundle": "bundle"}
 POLL_SECONDS = 0.5
 FAILURES_SHOWN = 50
+
+
+def _when(moment: Any) -> str:
+    return format_datetime(moment) if moment is not None else "-"
+
+
+def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns two spaces apart, each as wide as its widest cell: long names and errors stay whole."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(f"{cell:<{width}}" for cell, width in zip(cells, widths, strict=True)).rstrip()
+
+    rendered = [line(header), "-" * len(line(header))]
+    return rendered + [line(row) for row in rows]
+
+
+def job_table(kind: str, jobs: list[Any]) -> list[str]:
+    """The rows Oozie's `jobs` prints: coordinators with frequency and next materialization, bundles with kick-off."""
+    if not jobs:
+        return ["No Jobs match your criteria!"]
+    if kind == "bundle":
+        return table(BUNDLE_COLUMNS, [
+            (job.pk, job.app_name, job.status, _when(job.kick_off_time), _when(job.created_at), job.owner.get_username())
+            for job in jobs
+        ])
+    return table(COORDINATOR_COLUMNS, [
+        (job.pk, job.app_name, job.status, str(job.frequency), job.time_unit, _when(job.start_time),
+         _when(None if job.done_materializing else job.next_materialize_at))
+        for job in jobs
+    ])
 
 
 class Command(BaseCommand):
@@ -98,14 +131,8 @@ class Command(BaseCommand):
         return filter_jobs(readable_jobs(jobs, user), text, timezone.now(), statuses=tuple(JobStatus.values))
 
     def _print_page(self, kind: str, page: list[Any], total: int, options: dict[str, Any]) -> None:
-        header = f"{'Job ID':<36} {'App Name':<24} {'Status':<18} {'User':<12} {'Created':<17}"
-        self.stdout.write(header)
-        self.stdout.write("-" * len(header))
-        for job in page:
-            self.stdout.write(
-                f"{job.pk:<36} {job.app_name[:24]:<24} {job.status:<18} {job.owner.get_username()[:12]:<12} "
-                f"{format_datetime(job.created_at):<17}"
-            )
+        """Oozie's `jobs` table: the same columns as its CLI, each as wide as its widest value (nothing cut)."""
+        self.stdout.write("\n".join(job_table(kind, page)))
         first = options["offset"] if page else 0
         self.stdout.write(f"{kind} jobs {first}-{options['offset'] + len(page) - 1 if page else 0} of {total}")
 

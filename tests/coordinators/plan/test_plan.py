@@ -245,14 +245,15 @@ def test_spec_6_3_example_1_literal_instances_and_utc_uris() -> None:
 
 
 def test_cron_frequency_coordinator() -> None:
-    """Reference 4.4.4: a cron frequency materializes on the job zone's wall clock (weekdays 09:00 New York, DST too)."""
+    """Reference 4.4.4 and 7: a cron frequency reads the processing zone's clock (09:00 UTC on weekdays), and
+    firings a day or more apart keep the job zone's local time across its DST change (issue 16)."""
     resolved = resolve_coordinator(
         parse_coordinator(app_xml(frequency="0 9 * * 2-6", start="2009-03-06T00:00Z", end="2009-03-13T00:00Z", tz="America/New_York"), "c.xml"),
         {}, user="ann",
     )
     times = [format_datetime(p.nominal_time) for p in iter_action_plans(resolved, now=NOW, max_actions=10)]
-    # Friday 6th (EST), then Monday 9th onwards in EDT (the switch was Sunday 8th).
-    assert times == ["2009-03-06T14:00Z", "2009-03-09T13:00Z", "2009-03-10T13:00Z", "2009-03-11T13:00Z", "2009-03-12T13:00Z"]
+    # Friday 6th 09:00 UTC (04:00 EST), then Monday 9th onwards 04:00 EDT (the switch was Sunday 8th).
+    assert times == ["2009-03-06T09:00Z", "2009-03-09T08:00Z", "2009-03-10T08:00Z", "2009-03-11T08:00Z", "2009-03-12T08:00Z"]
 
 
 @pytest.mark.parametrize(

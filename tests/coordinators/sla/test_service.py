@@ -218,14 +218,17 @@ def test_an_sla_that_does_not_evaluate_does_not_stop_materialization(monkeypatch
 
 
 def test_the_beat_schedule_runs_the_sla_services() -> None:
-    """celery beat runs the checker and the delivery, on the services queue."""
+    """celery beat's tick runs the checker and the delivery (ADR 0017), on the services queue."""
     from django.conf import settings
 
     from project.celery import route_task
+    from statusservice.tick import SERVICES
 
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert {"statusservice.sla_checks", "statusservice.sla_notifications"} <= tasks
-    assert route_task("statusservice.sla_checks", (), {}, {}) == {"queue": "services"}
+    assert tasks == {"statusservice.tick"}
+    assert {"sla.checks", "sla.notifications"} <= {service.name for service in SERVICES}
+    assert route_task("statusservice.tick", (), {}, {}) == {"queue": "services"}
+    assert route_task("statusservice.sla_notifications", (), {}, {}) == {"queue": "services"}
 
 
 def test_submission_refuses_an_sla_block_that_does_not_evaluate() -> None:

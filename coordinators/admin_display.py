@@ -1,0 +1,164 @@
+"""How the operator pages write ids, statuses, times and durations so that a row fits one line at 1,280 px.
+
+Pure functions (no database); the templates reach them through the `operator` template tags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+from django.utils.html import format_html
+
+#: Statuses written as one word by Oozie, and what an operator reads instead.
+STATUS_WORDS = {
+    "RUNNINGWITHERROR": "running with error",
+    "SUSPENDEDWITHERROR": "suspended with error",
+    "PAUSEDWITHERROR": "paused with error",
+    "DONEWITHERROR": "done with error",
+    "PREPSUSPENDED": "prep suspended",
+    "PREPPAUSED": "prep paused",
+    "TIMEDOUT": "timed out",
+    "NOT_STARTED": "not started",
+    "IN_PROCESS": "in process",
+}
+
+#: One colour per status, shared by the lists, the grid, the Gantt view and the dashboard.
+STATUS_COLOURS = {
+    "SUCCEEDED": "#2e7d32", "MET": "#2e7d32", "DONE": "#2e7d32", "COMPLETED": "#2e7d32",
+    "RUNNING": "#1565c0", "IN_PROCESS": "#1565c0", "SUBMITTED": "#0277bd", "READY": "#6a1b9a",
+    "WAITING": "#757575", "NOT_STARTED": "#757575", "PREP": "#757575", "PENDING": "#757575",
+    "RUNNINGWITHERROR": "#ef6c00", "DONEWITHERROR": "#d84315",
+    "SUSPENDED": "#8d6e63", "SUSPENDEDWITHERROR": "#8d6e63", "PREPSUSPENDED": "#8d6e63",
+    "PAUSED": "#a1887f", "PAUSEDWITHERROR": "#a1887f", "PREPPAUSED": "#a1887f", "HELD": "#8d6e63",
+    "FAILED": "#c62828", "KILLED": "#ad1457", "TIMEDOUT": "#b71c1c", "MISS": "#c62828", "PARKED": "#c62828",
+    "SKIPPED": "#9e9e9e", "IGNORED": "#9e9e9e",
+}
+DEFAULT_COLOUR = "#455a64"
+
+
+def status_words(status: str | None) -> str:
+    """`RUNNINGWITHERROR` as `running with error`, `TIMEDOUT` as `timed out`, others in lower case."""
+    if not status:
+        return "-"
+    return STATUS_WORDS.get(status, status.replace("_", " ").lower())
+
+
+def status_colour(status: str | None) -> str:
+    """The colour of a status (grey-blue for one without its own)."""
+    return STATUS_COLOURS.get(status or "", DEFAULT_COLOUR)
+
+
+def status_label(status: str | None, *, pending: bool = False) -> str:
+    """A status as a coloured label in words, the Oozie name in its title; `pending` adds a quiet mark."""
+    label = format_html(
+        '<span class="status-label" title="{}" style="background:{}">{}</span>',
+        status or "", status_colour(status), status_words(status),
+    )
+    if pending:
+        return format_html('{} <span class="status-pending" title="a command on it is in flight">pending</span>', label)
+    return label
+
+
+def short_job_id(job_id: str) -> str:
+    """`0000123-C` for `0000123-261122093000123-C`: the sequence and the kind (the full id goes in a title)."""
+    parts = job_id.split("-")
+    return f"{parts[0]}-{parts[-1]}" if len(parts) >= 3 else job_id
+
+
+def short_action_id(action_id: str) -> str:
+    """`0000123-C@7` for `0000123-261122093000123-C@7`."""
+    job_id, sep, number = action_id.partition("@")
+    return f"{short_job_id(job_id)}{sep}{number}"
+
+
+def short_id_html(full: str, url: str | None = None) -> str:
+    """The short form of a job or action id, the full id in its title, linked when `url` is given."""
+    short = short_action_id(full) if "@" in full else short_job_id(full)
+    if url:
+        return format_html('<a href="{}" title="{}" class="short-id">{}</a>', url, full, short)
+    return format_html('<span title="{}" class="short-id">{}</span>', full, short)
+
+
+def human_duration(value: timedelta | float | None) -> str:
+    """`17 ms`, `4.2 s`, `2 min 5 s`, `3 h 12 min`, `2 d 4 h`: two units at most; '-' for None."""
+    if value is None:
+        return "-"
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    sign = "-" if seconds < 0 else ""
+    seconds = abs(seconds)
+    if seconds < 1:
+        return f"{sign}{round(seconds * 1000)} ms"
+    if seconds < 10:
+        return f"{sign}{seconds:.1f} s".replace(".0 s", " s")
+    whole = round(seconds)
+    if whole < 60:
+        return f"{sign}{whole} s"
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{sign}{days} d {hours} h" if hours else f"{sign}{days} d"
+    if hours:
+        return f"{sign}{hours} h {minutes} min" if minutes else f"{sign}{hours} h"
+    return f"{sign}{minutes} min {secs} s" if secs else f"{sign}{minutes} min"
+
+
+def compact_time(value: datetime | None, *, seconds: bool = False) -> str:
+    """`2025-11-23 14:05` in the project's time zone (with `:ss` when asked); '-' for None."""
+    if value is None:
+        return "-"
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
+def time_html(value: datetime | None, *, day: datetime | None = None) -> str:
+    """A compact time with the exact one (seconds) in its title, so lists stay narrow and nothing is lost.
+
+    With `day` (a row's nominal time), a time on that same local day shows as `HH:MM` only,
+    one in the same year as `MM-DD HH:MM`.
+    """
+    if value is None:
+        return "-"
+    text = compact_time(value)
+    if day is not None:
+        local, reference = timezone.localtime(value), timezone.localtime(day)
+        if local.date() == reference.date():
+            text = text[11:]
+        elif local.year == reference.year:
+            text = text[5:]
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), compact_time(value, seconds=True), text,
+    )
+
+
+def number_ranges(numbers: Iterable[int]) -> str:
+    """`1-3,7,9-10` for 1, 2, 3, 7, 9, 10: the scope syntax of a rerun by action numbers."""
+    ordered = sorted(set(numbers))
+    parts: list[str] = []
+    start = previous = None
+    for n in [*ordered, None]:
+        if start is not None and (n is None or previous is None or n != previous + 1):
+            parts.append(str(start) if start == previous else f"{start}-{previous}")
+            start = None
+        if n is not None and start is None:
+            start = n
+        previous = n
+    return ",".join(parts)
+
+
+def frequency_words(frequency: str, time_unit: str) -> str:
+    """`60` MINUTE as `1 h`, `1` DAY as `1 day`, `1` MONTH as `1 month`; a cron expression as written."""
+    unit = (time_unit or "").upper()
+    if not frequency.isdigit():
+        return frequency
+    count = int(frequency)
+    if unit == "MINUTE":
+        return human_duration(count * 60)
+    if unit == "HOUR":
+        return human_duration(count * 3600)
+    words = {"DAY": "day", "WEEK": "week", "MONTH": "month", "YEAR": "year", "END_OF_DAY": "day",
+             "END_OF_WEEK": "week", "END_OF_MONTH": "month"}
+    if unit in words:
+        return f"{count} {words[unit]}{'s' if count != 1 else ''}"
+    return f"{frequency} {unit.lower()}".strip()

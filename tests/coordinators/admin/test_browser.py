@@ -1,0 +1,146 @@
+"""The operator pages in a real browser: Debian's chromium, headless, through chromium-driver at 1,280 × 900.
+
+Skipped, with the reason, where chromium, chromium-driver or selenium is missing; under CI a
+missing browser fails instead (the `browser` fixture of the bundles' browser test). Screenshots
+go to $BROWSER_SCREENSHOTS when set (to look at them), else to the test's tmp dir.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from coordinators.admin_display import short_action_id
+from coordinators.models import SLAEvent, SLARegistration
+from tests.bundles.admin.test_browser import HEIGHT, WIDTH, browser, log_in, screenshots  # noqa: F401 - fixtures
+from tests.coordinators.admin.factories import make_jobs
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def check_page(driver: Any, directory: Path, name: str) -> None:
+    """Screenshots of the view and the whole page; no horizontal overflow at 1,280 px, no table too wide, no console error."""
+    driver.save_screenshot(str(directory / f"{name}.png"))
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(WIDTH, max(HEIGHT, min(height, 6000)))
+    driver.save_screenshot(str(directory / f"{name}-full.png"))
+    driver.set_window_size(WIDTH, HEIGHT)
+    width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= WIDTH and width[0] <= width[1], f"{name}: the page is {width[0]} px wide in a {width[1]} px window"
+    cramped = driver.execute_script(
+        "return [...document.querySelectorAll('.results, .op-scroll')]"
+        ".filter(box => box.scrollWidth > box.clientWidth).map(box => box.parentNode.id || box.className)"
+    )
+    assert not cramped, f"{name}: these tables do not fit their box at {WIDTH} px: {cramped}"
+    severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert not severe, f"{name}: console errors {severe}"
+
+
+def one_line_rows(driver: Any) -> list[float]:
+    """The height of each result row of a change list (one line of text is about 30 px with padding)."""
+    return list(driver.execute_script(
+        "return [...document.querySelectorAll('#result_list tbody tr')].map(r => r.getBoundingClientRect().height)"
+    ))
+
+
+def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
+    browser: Any, live_server: Any, screenshots: Path  # noqa: F811
+) -> None:
+    """An operator opens the dashboard, the grid of 60 jobs, the job list, a job, its Gantt view, the action list
+    and an action: the content is there, every page fits 1,280 px, list rows are one line, no console error."""
+    from selenium.webdriver.common.by import By
+
+    User.objects.create_superuser("admin", "admin@example.com", "a-long-password")
+    jobs = make_jobs(60, 40, name="hourly-ingest-from-the-partner-warehouse")
+    job = jobs[1]
+    now = timezone.now()
+    Command.objects.create(
+        key=job.pk, seq=1, name="coordinators.CoordActionStartXCommand", params={"job_id": job.pk, "number": 38},
+        status=CommandStatus.PARKED, enqueued_at=now, not_before=now, attempts=4,
+        last_error="Traceback (most recent call last):\nOSError: [Errno 28] No space left on device",
+    )
+    for action in job.actions.filter(number__range=(30, 36)):  # these waited 40 minutes for their inputs
+        action.submitted_at = action.created_time + timedelta(minutes=40)
+        action.started_at = action.submitted_at + timedelta(seconds=1)
+        action.ended_at = action.started_at + timedelta(minutes=2, seconds=5)
+        action.save(update_fields=["submitted_at", "started_at", "ended_at"])
+    record = SLARegistration.objects.create(
+        action=job.actions.get(number=7), job=job, version="0.2", app_name=job.app_name, user="ann",
+        nominal_time=now, sla_status="MISS",
+    )
+    SLAEvent.objects.create(registration=record, job=job, event_type="END_MISS", occurred_at=now)
+    base = live_server.url
+    log_in(browser, base, "admin", "a-long-password")
+
+    assert browser.find_element(By.ID, "operator-pages").is_displayed()
+    assert "View site" not in browser.find_element(By.ID, "user-tools").text
+    check_page(browser, screenshots, "index")
+
+    browser.get(f"{base}/admin/dashboard/")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Dashboard"
+    assert "running with error" in browser.find_element(By.ID, "status-coordinator_jobs").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.late-action")) == 10
+    assert "No space left on device" in browser.find_element(By.ID, "parked").text
+    assert "end miss" in browser.find_element(By.ID, "sla").text
+    check_page(browser, screenshots, "dashboard")
+
+    browser.get(f"{base}/admin/coordinators/coordinatorjob/grid/")
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr.grid-row")
+    assert len(rows) == 50
+    cells = rows[0].find_elements(By.CSS_SELECTOR, "a.grid-cell")
+    assert len(cells) == 25
+    assert cells[-1].size["width"] >= 8 and cells[-1].size["height"] >= 12, cells[-1].size
+    assert "#40" in cells[-1].get_attribute("title") and "waiting" in cells[-1].get_attribute("title")
+    check_page(browser, screenshots, "grid")
+
+    browser.get(f"{base}/admin/coordinators/coordinatorjob/")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Coordinator jobs"
+    heights = one_line_rows(browser)
+    assert len(heights) == 50 and max(heights) < 40, heights
+    check_page(browser, screenshots, "job-list")
+
+    browser.get(f"{base}/admin/coordinators/coordinatorjob/{quote(job.pk)}/change/")
+    assert "GANTT" in browser.find_element(By.CSS_SELECTOR, ".object-tools").text.upper()
+    check_page(browser, screenshots, "job-page")
+
+    browser.get(f"{base}/admin/coordinators/coordinatorjob/{quote(job.pk)}/gantt/")
+    bars = browser.find_elements(By.CSS_SELECTOR, "tr.gantt-row")
+    assert len(bars) == 40
+    run = bars[29].find_element(By.CSS_SELECTOR, ".seg.run")  # action 30
+    wait = bars[29].find_element(By.CSS_SELECTOR, ".seg.wait")
+    assert run.size["width"] >= 2 and wait.size["width"] > 3 * run.size["width"], (wait.size, run.size)
+    assert wait.location["x"] + wait.size["width"] <= run.location["x"] + 1, "the wait comes before the run"
+    assert browser.find_element(By.ID, "median-run").text == "2 min 5 s"
+    check_page(browser, screenshots, "gantt")
+
+    browser.get(f"{base}/admin/coordinators/coordinatoraction/")  # every job's: with the job column
+    heights = one_line_rows(browser)
+    assert len(heights) == 100 and max(heights) < 40, heights
+    assert browser.find_elements(By.CSS_SELECTOR, "#result_list tbody .field-job_name a")
+    check_page(browser, screenshots, "action-list-all")
+
+    browser.get(f"{base}/admin/coordinators/coordinatoraction/?job={quote(job.pk)}")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Coordinator actions"
+    heights = one_line_rows(browser)
+    assert len(heights) == 40 and max(heights) < 40, heights
+    first = browser.find_element(By.CSS_SELECTOR, "#result_list tbody tr .field-short_id a")
+    assert first.text == short_action_id(job.actions.order_by("number").first().pk)  # type: ignore[union-attr]
+    check_page(browser, screenshots, "action-list")
+
+    first.click()
+    assert "View coordinator action" in browser.find_element(By.TAG_NAME, "h1").text
+    assert browser.find_element(By.CSS_SELECTOR, ".field-pending_text .readonly").text == "no"
+    check_page(browser, screenshots, "action-page")
+
+    browser.get(f"{base}/admin/xcommands/command/")
+    link = browser.find_element(By.CSS_SELECTOR, "#result_list .field-target a")
+    assert link.text == short_action_id(f"{job.pk}@38")
+    check_page(browser, screenshots, "commands")
