@@ -91,8 +91,8 @@ def keeps_slot(job: BatchJob) -> bool:
     """
     if not getattr(settings, "BATCH_CHAIN_STAGES", True) or job.blocked_by_id is not None or job.not_before:
         return False
-    better = runnable_jobs().filter(Q(priority__lt=job.priority) | Q(priority=job.priority, pk__lt=job.pk))
-    if better.exists():
+    best = runnable_jobs().values_list("priority", "id").first()  # the head of the runnable index
+    if best is not None and best < (job.priority, job.pk):
         return False
     return Slot.objects.filter(job_id=job.pk, number__lte=slots()).exists()
 
