@@ -120,3 +120,7 @@ def test_the_readme_commands_run_it(example: Ingest) -> None:
     call_command("batch", "report", str(batch.pk), "-user", example.owner.username, stdout=report)
     assert "Report: 2 of 3 object(s) completed, 1 failed" in report.getvalue()
     assert "letter-002: transcript.csv: md5 digest" in report.getvalue()
+    info = StringIO()
+    call_command("batch", "info", str(batch.pk), "--jobs", "-user", example.owner.username, stdout=info)
+    error = BatchJob.objects.get(batch=batch, status=J.FAILED).error
+    assert len(error) > 80 and " ".join(error.split()) in info.getvalue()  # the error in full, not cut

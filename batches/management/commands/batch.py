@@ -203,8 +203,8 @@ class Command(BaseCommand):
                 jobs = jobs.filter(status__in=statuses)
             for job in jobs:
                 ids = ", ".join(filter(None, [job.primary_id or job.supplied_primary_id, *job.local_ids])) or "-"
-                error = " ".join(job.error.split())[:80]
-                lines.append(f"{job.pk:<10} {job.number:>5} {job.status:<14} {job.priority:>3} {ids[:40]:<40} {error}")
+                error = " ".join(job.error.split())  # in full, on one line: the last column
+                lines.append(f"{job.pk:<10} {job.number:>5} {job.status:<14} {job.priority:>3} {ids:<40} {error}".rstrip())
         self.stdout.write("\n".join(lines))
 
     def _report(self, options: dict[str, Any]) -> None:
