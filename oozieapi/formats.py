@@ -7,13 +7,13 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from typing import Any
-from zoneinfo import ZoneInfo, available_timezones
 
 from django.http import HttpResponse
 
 from bundles.models import BundleJob
 from coordinators.definitions import DefinitionError, serialize_hadoop_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from datasets.timeline.datetimes import available_timezone_ids, resolve_timezone
 from oozieapi.errors import bad_parameter
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
@@ -32,7 +32,7 @@ def display_timezone(name: str | None) -> tzinfo:
         return UTC
     if name not in _zone_names():
         raise bad_parameter("timezone", name)
-    return ZoneInfo(name)
+    return resolve_timezone(name)
 
 
 def rfc822(value: datetime | None, zone: tzinfo = UTC) -> str | None:
@@ -192,7 +192,8 @@ def action_json(action: CoordinatorAction, zone: tzinfo = UTC) -> dict[str, Any]
 
 @lru_cache(maxsize=1)
 def _zone_names() -> frozenset[str]:
-    return frozenset(available_timezones())
+    """Every id `timezone` takes and /admin/available-timezones lists: zoneinfo names and Java's three-letter ids."""
+    return frozenset(available_timezone_ids())
 
 
 @lru_cache(maxsize=1)
@@ -200,8 +201,8 @@ def available_timezones_json() -> dict[str, list[dict[str, str]]]:
     """Every zone with its standard abbreviation, as /admin/available-timezones lists them."""
     winter, summer = datetime(2026, 1, 15, tzinfo=UTC), datetime(2026, 7, 15, tzinfo=UTC)
     zones = []
-    for name in sorted(_zone_names()):
-        zone = ZoneInfo(name)
+    for name in available_timezone_ids():  # zoneinfo names and Java's three-letter ids (PST, EST ...), as Oozie lists them
+        zone = resolve_timezone(name)
         local = next((m.astimezone(zone) for m in (winter, summer) if not m.astimezone(zone).dst()), winter.astimezone(zone))
         zones.append({"timezoneDisplayName": f"{local.tzname()} ({name})", "timezoneId": name})
     return {"available-timezones": zones}

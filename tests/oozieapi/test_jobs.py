@@ -51,6 +51,7 @@ def test_versions_and_admin_answer_anonymous_callers() -> None:
     by_id = {zone["timezoneId"]: zone["timezoneDisplayName"] for zone in zones}
     assert by_id["America/Los_Angeles"] == "PST (America/Los_Angeles)"
     assert by_id["Pacific/Niue"].endswith("(Pacific/Niue)")
+    assert by_id["PST"] == "PST (PST)" and by_id["EST"] == "EST (EST)"  # Java's three-letter ids, which jobs may use
     assert error_of(oozie.get("admin/os-env"))[:2] == (400, "E0301")
     assert oozie.get("admin/status").headers["Content-Type"] == "application/json;charset=UTF-8"
 
@@ -100,6 +101,8 @@ def test_job_info_in_oozie_json(ann: User) -> None:
     assert len(v1["actions"]) == v1["total"]  # v1's default len is 1000
     local = Oozie(ann).get(f"job/{job.id}", timezone="America/New_York").json()
     assert local["startTime"].endswith(("EST", "EDT"))
+    pacific = Oozie(ann).get(f"job/{job.id}", timezone="PST").json()  # Java's id: Los Angeles, with its DST
+    assert pacific["startTime"].endswith(("PST", "PDT"))
     assert error_of(Oozie(ann).get(f"job/{job.id}", timezone="Mars/Olympus"))[:2] == (400, "E0303")
 
 
