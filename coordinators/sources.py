@@ -18,7 +18,12 @@ from collections.abc import Callable, Mapping
 
 from django.conf import settings
 
-from coordinators.definitions import ApplicationNotFoundError, DefinitionError, fsspec_loader
+from coordinators.definitions import (
+    ApplicationNotFoundError,
+    ApplicationUnreadableError,
+    DefinitionError,
+    fsspec_loader,
+)
 from coordinators.definitions.includes import Loader
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
@@ -129,19 +134,19 @@ def read_application(
             )
         size = fs.size(path)
         if size is not None and size > MAX_FILE_BYTES:
-            raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
+            raise ApplicationUnreadableError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
         with fs.open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
-    except ApplicationNotFoundError:
+    except (ApplicationNotFoundError, ApplicationUnreadableError):
         raise
     except (OSError, ValueError, ImportError) as exc:
-        raise DefinitionError(f"cannot read the {what} {app_path}: {exc}", source=app_path) from None
+        raise ApplicationUnreadableError(f"cannot read the {what} {app_path}: {exc}", source=app_path) from None
     if len(data) > MAX_FILE_BYTES:
-        raise DefinitionError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
+        raise ApplicationUnreadableError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
     protocol, _ = _split(app_path)
     directory = path.rsplit("/", 1)[0]
     app_dir = directory if "://" not in app_path else f"{protocol}://{directory.split('://', 1)[-1]}"
     try:
         return data.decode("utf-8"), app_dir
     except UnicodeDecodeError:
-        raise DefinitionError(f"{app_path} is not UTF-8 text", source=app_path) from None
+        raise ApplicationUnreadableError(f"{app_path} is not UTF-8 text", source=app_path) from None

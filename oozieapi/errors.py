@@ -16,6 +16,7 @@ from django.http import HttpResponse
 from coordinators.choices import IllegalTransition
 from coordinators.definitions import (
     ApplicationNotFoundError,
+    ApplicationUnreadableError,
     DocumentTooLargeError,
     IncludeError,
     MalformedXMLError,
@@ -162,7 +163,7 @@ def from_exception(
         return OozieError(400, "E0700", str(exc))
     if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
         return OozieError(400, "E0701", str(exc))
-    if isinstance(exc, IncludeError):
+    if isinstance(exc, (IncludeError, ApplicationUnreadableError)):
         return OozieError(400, "E1001", str(exc))
     if isinstance(exc, (ApplicationNotFoundError, MissingParameterError)):
         return application_error(exc)

@@ -11,6 +11,7 @@ from coordinators.definitions.config import (
 )
 from coordinators.definitions.errors import (
     ApplicationNotFoundError,
+    ApplicationUnreadableError,
     ConfigurationError,
     DatasetCollisionError,
     DefinitionError,
@@ -46,6 +47,7 @@ __all__ = [
     "DEFAULT_DONE_FLAG",
     "Action",
     "ApplicationNotFoundError",
+    "ApplicationUnreadableError",
     "ConfigurationError",
     "Controls",
     "CoordinatorApp",

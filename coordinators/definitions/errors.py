@@ -67,6 +67,10 @@ class ConfigurationError(DefinitionError):
     """A job configuration (.properties or Hadoop XML) is malformed."""
 
 
+class ApplicationUnreadableError(DefinitionError):
+    """An application's definition file exists but cannot be read: too large, not UTF-8, an I/O error (Oozie's E1001)."""
+
+
 class ApplicationNotFoundError(DefinitionError):
     """An application path names nothing (`directory_exists` false) or a directory without its definition file."""
 

@@ -284,6 +284,16 @@ def test_a_missing_application_is_e0504_or_e0505(ann: User, tmp_path: Path, acti
     assert CoordinatorJob.objects.count() == 0 and Command.objects.count() == 0
 
 
+@pytest.mark.parametrize("action", [None, "dryrun"])
+def test_an_unreadable_application_is_e1001(ann: User, tmp_path: Path, action: str | None) -> None:
+    """The definition file exists but is not UTF-8 text: E1001 `Could not read the coordinator job definition, ...`."""
+    (tmp_path / "coordinator.xml").write_bytes(b"<coordinator-app \xff\xfe/>")
+    status, code, message = error_of(Oozie(ann).submit({"oozie.coord.application.path": str(tmp_path), **window()}, action=action))
+    assert (status, code) == (400, "E1001")
+    assert message.startswith("E1001: Could not read the coordinator job definition, ") and "not UTF-8" in message
+    assert CoordinatorJob.objects.count() == 0 and Command.objects.count() == 0
+
+
 def test_a_missing_bundle_application_is_e0504_or_e0505(ann: User, tmp_path: Path) -> None:
     """Bundles answer as Oozie's authorizeForApp does for bundle.xml too; nothing stored."""
     oozie = Oozie(ann)
