@@ -46,6 +46,28 @@ def missing_browser() -> str | None:
     return None
 
 
+def settled_get(driver: Any) -> Any:
+    """`driver.get` that returns once the new document is loaded, not the page that was there before.
+
+    chromium-driver's `get` can return while the previous document (the page a form posted
+    from, or the same URL) is still the current one, so a lookup right after it finds the old
+    page's elements, or none. The old window is marked, and the wait ends on an unmarked,
+    complete document.
+    """
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    load = driver.get
+
+    def get(url: str) -> None:
+        driver.execute_script("window.__previousDocument = true;")
+        load(url)
+        WebDriverWait(driver, 30).until(
+            lambda d: d.execute_script("return !window.__previousDocument && document.readyState === 'complete';")
+        )
+
+    return get
+
+
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
     """Headless chromium with a fresh profile, its console log kept; quit afterwards."""
@@ -66,6 +88,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(60)
+    driver.get = settled_get(driver)  # type: ignore[method-assign]
     try:
         yield driver
     finally:
