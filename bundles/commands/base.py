@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from bundles.models import BundleAction, BundleJob
+from coordinators.models import CoordinatorJob
 from bundles.status import acknowledge
 from xcommands.base import XCommand
 from xcommands.queue import enqueue_many
@@ -28,13 +29,21 @@ class BundleCommand(XCommand):
     def actions(self) -> list[BundleAction]:
         """The bundle's actions, locked (a coordinator's mirror update waits for this command).
 
-        Only the action rows are locked (`of=("self",)`): their coordinator is joined with a
-        LEFT JOIN (an action has none until it is submitted), and PostgreSQL refuses FOR UPDATE
-        on the nullable side of an outer join.
+        Two statements, on purpose: the action rows are locked first, and their coordinators are
+        read afterwards. In one statement (FOR UPDATE with the coordinator joined), PostgreSQL
+        waits for a coordinator's transaction that holds an action row, then re-reads the
+        action's new version but keeps the coordinator row of its first snapshot: the action
+        said KILLED while its coordinator still said RUNNING, and the status transit "repaired"
+        the fresh mirror with the stale status. Read after the locks are held, both agree: a
+        coordinator transaction that has not mirrored yet waits for these locks, and has not
+        committed its coordinator row either.
         """
-        return list(
-            self.bundle.actions.select_for_update(of=("self",)).select_related("coord_job").order_by("coord_name")
-        )
+        actions = list(self.bundle.actions.select_for_update().order_by("coord_name"))
+        coordinators = CoordinatorJob.objects.in_bulk([a.coord_job_id for a in actions if a.coord_job_id])
+        for action in actions:
+            if action.coord_job_id:
+                action.coord_job = coordinators[action.coord_job_id]
+        return actions
 
 
 @dataclass

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
-from django.db import transaction
+from django.db import connections, transaction
 
 from bundles.choices import BundleStatus as B
 from bundles.models import BundleAction, BundleJob
@@ -79,3 +81,73 @@ def test_a_mirror_that_disagrees_is_repaired_by_the_status_service(make_bundle: 
     assert set(BundleAction.objects.filter(bundle=bundle).values_list("status", "dirty")) == {(J.RUNNING, False)}
     bundle.refresh_from_db()
     assert bundle.status == B.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("in_process_engine")
+def test_the_status_transit_waits_for_a_mirror_in_flight_and_reads_the_coordinator_it_committed(
+    make_bundle: Callable[..., BundleJob],
+) -> None:
+    """A transit that waits for a coordinator's transaction reads that coordinator's new status, not its old one.
+
+    CI once saw it: a kill committed while the transit waited on the action's lock; PostgreSQL
+    re-read the action (KILLED) but kept the coordinator row of its first snapshot (RUNNING), and
+    the transit "repaired" the fresh mirror back to RUNNING. Only PostgreSQL lets both transactions
+    run at once (SQLite has one writer).
+    """
+    from django.db import connection
+
+    from bundles.commands.lifecycle import BundleStatusTransitXCommand
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs two concurrent writers (PostgreSQL)")
+    bundle = make_bundle()
+    action = bundle.actions.select_related("coord_job").get(coord_name="hourly")
+    job = action.coord_job
+    assert job is not None and job.status == J.RUNNING
+    mirrored, release = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def kill_the_coordinator() -> None:
+        try:
+            with transaction.atomic():
+                held = type(job).objects.select_for_update().get(pk=job.pk)
+                held.transition_to(J.KILLED)
+                held.save(update_fields=["status"])  # the mirror: the action row is now locked here
+                mirrored.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    def transit() -> None:
+        try:
+            with transaction.atomic():
+                outcome["result"] = BundleStatusTransitXCommand(bundle_id=bundle.id).run()
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    killer = threading.Thread(target=kill_the_coordinator)
+    killer.start()
+    assert mirrored.wait(30)
+    deriver = threading.Thread(target=transit)
+    deriver.start()
+    # The transit is waiting for the action row the kill holds (a lock wait in pg_stat_activity).
+    deadline = time.monotonic() + 30
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the transit never waited for the action row")
+    release.set()
+    killer.join(30)
+    deriver.join(30)
+    assert "error" not in outcome, outcome
+    assert outcome["result"]["repaired"] == 0
+    assert BundleAction.objects.get(pk=action.pk).status == J.KILLED
