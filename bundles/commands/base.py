@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from bundles.models import BundleAction, BundleJob
-from coordinators.models import CoordinatorJob
 from bundles.status import acknowledge
+from coordinators.models import CoordinatorJob
 from xcommands.base import XCommand
 from xcommands.queue import enqueue_many
 
