@@ -25,7 +25,7 @@ from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from workflows import parents
 from workflows.choices import WorkflowStatus
-from workflows.launch import Launch, start_workflows
+from workflows.launch import TASK_SCHEME, Launch, start_workflows
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.queue import enqueue
 
@@ -43,8 +43,15 @@ def launch_actions(job: CoordinatorJob, actions: Iterable[CoordinatorAction], no
     """
     tasks: list[CoordinatorAction] = []
     batches: list[CoordinatorAction] = []
+    applications: list[CoordinatorAction] = []
     for action in actions:
-        (batches if is_batch_app(str(action.run_conf.get("app_path", ""))) else tasks).append(action)
+        app_path = str(action.run_conf.get("app_path", ""))
+        if is_batch_app(app_path):
+            batches.append(action)
+        elif app_path.startswith(TASK_SCHEME):
+            tasks.append(action)
+        else:
+            applications.append(action)
     runs = start_workflows(
         [
             Launch(
@@ -60,8 +67,37 @@ def launch_actions(job: CoordinatorJob, actions: Iterable[CoordinatorAction], no
         now,
     )
     runs += launch_batches(job, batches, now)
-    for action, run in zip(tasks + batches, runs, strict=True):
+    runs += [launch_application(job, action, now) for action in applications]
+    for action, run in zip(tasks + batches + applications, runs, strict=True):
         action.external_id = run.id
+
+
+def launch_application(job: CoordinatorJob, action: CoordinatorAction, now: datetime) -> WorkflowJob:
+    """Start a workflow job of the workflow.xml application the action names, with the action's configuration.
+
+    The application is read now (Oozie reads it when the action starts). One that cannot be
+    read or is refused still gives a workflow job: FAILED at once, its error saying why, so
+    the action FAILS with that message through the usual report.
+    """
+    from coordinators.definitions import DefinitionError
+    from coordinators.services import workflow_app_path
+    from workflows.definitions.loader import load_application
+    from workflows.definitions.submission import prepare_workflow
+    from workflows.engine import create_job, failed_launch
+
+    app_path = workflow_app_path(str(action.run_conf.get("app_path", "")), job.app_path or None)
+    configuration = {k: str(v) for k, v in action.run_conf.items() if k != "app_path"}
+    configuration["oozie.wf.application.path"] = app_path
+    if job.owner_id:
+        configuration.setdefault("user.name", job.owner.get_username())
+    try:
+        xml, defaults = load_application(app_path, trusted=True)  # its roots were checked at submission
+        prepared = prepare_workflow(xml, configuration, app_path=app_path, config_default=defaults)
+    except DefinitionError as exc:
+        return failed_launch(app_path, configuration, str(exc), now=now, owner_id=job.owner_id,
+                             coord_action_id=action.id, run=action.run_count, nominal_time=action.nominal_time)
+    return create_job(prepared, now=now, owner_id=job.owner_id, coord_action_id=action.id, run=action.run_count,
+                      nominal_time=action.nominal_time)
 
 
 def _started(workflow: WorkflowJob, node: WorkflowNode) -> None:

@@ -65,6 +65,50 @@ class PreparedCoordinator:
     fields: dict[str, Any]
 
 
+def workflow_app_path(app_path: str, app_dir: str | None) -> str:
+    """A workflow application's path: a relative one is relative to the coordinator's own directory."""
+    import posixpath
+
+    path = app_path.strip()
+    if not path or "://" in path or path.startswith("/") or "${" in path or not app_dir:
+        return path
+    base = app_dir.rstrip("/")
+    if "://" in base:
+        scheme, rest = base.split("://", 1)
+        return f"{scheme}://{posixpath.normpath(posixpath.join(rest, path))}"
+    return posixpath.normpath(posixpath.join(base, path))
+
+
+def check_workflow_application(app_path: str, *, trusted: bool, source: str) -> None:
+    """An action's app-path that names a workflow application: it must be readable (under the roots) and valid.
+
+    Its variables are not resolved here: each action's configuration resolves them when it
+    starts. An app-path still holding `${...}` (resolved per action) is checked at launch.
+    """
+    from workflows.definitions.loader import load_application
+    from workflows.definitions.parser import parse_workflow
+
+    if "${" in app_path:
+        return
+    import fsspec
+
+    protocol = app_path.split("://", 1)[0].lower() if "://" in app_path else "file"
+    try:
+        if protocol != "file":
+            fsspec.core.url_to_fs(app_path)  # the storage's implementation is importable (hdfs needs pyarrow)
+    except (ImportError, ValueError) as exc:
+        raise DefinitionError(
+            f"app-path {app_path!r}: {protocol}:// storage is not available on this server ({exc}); "
+            "an app-path names a workflow application directory, task:<celery task name> or batch:<batch profile>",
+            source=source, element="app-path",
+        ) from None
+    try:
+        xml, _ = load_application(app_path, trusted=trusted)
+        parse_workflow(xml, source=app_path.rstrip("/") + "/workflow.xml")
+    except DefinitionError as exc:
+        raise DefinitionError(f"app-path: {exc}", source=source, element="app-path") from None
+
+
 def prepare_coordinator(
     definition: str | bytes,
     properties: Mapping[str, str],
@@ -91,12 +135,15 @@ def prepare_coordinator(
     )
     validate_sla(resolved, now=timezone.now())
     scheme = next((s for s in SUPPORTED_LAUNCHERS if resolved.app_path.startswith(s)), None)
-    if scheme is None or not resolved.app_path[len(scheme):].strip():
+    if scheme is not None and not resolved.app_path[len(scheme):].strip():
         raise DefinitionError(
-            f"app-path {resolved.app_path!r} needs a launcher this service does not have "
-            f"(supported: {', '.join(s + what for s, what in SUPPORTED_LAUNCHERS.items())})",
+            f"app-path {resolved.app_path!r} names no {SUPPORTED_LAUNCHERS[scheme]} "
+            f"(supported: {', '.join(s + what for s, what in SUPPORTED_LAUNCHERS.items())}, "
+            "or a workflow application directory)",
             source=app.source, element="app-path",
         )
+    if scheme is None:
+        check_workflow_application(workflow_app_path(resolved.app_path, app_dir), trusted=trusted, source=app.source)
     fields: dict[str, Any] = {
         "app_name": resolved.name,
         "app_path": app_dir or "",

@@ -104,3 +104,36 @@ def ingest_store(**job: Any) -> dict[str, Any]:
 def ingest_fail(**job: Any) -> None:
     """A processing task that always fails (tests of failure and resume)."""
     raise RuntimeError(f"storage refused {job.get('primary_id')}")
+
+
+@shared_task(name="examples.noop_any")
+def noop_any(*args: Any, **kwargs: Any) -> None:
+    """Do nothing, whatever it is given (a workflow's celery action in benchmarks and tests)."""
+
+
+@shared_task(name="examples.touch")
+def touch(path: str, *args: Any, **kwargs: Any) -> dict[str, str]:
+    """Create the local file `path` (and its directory); what it made, as the action's data (wf:actionData)."""
+    target = _local(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.touch()
+    return {"path": str(target)}
+
+
+@shared_task(name="examples.fail_unless")
+def fail_unless(path: str, *args: Any, **kwargs: Any) -> dict[str, str]:
+    """Fail unless the local file `path` exists (a node that can be fixed, then rerun or retried)."""
+    target = _local(path)
+    if not target.exists():
+        raise FileNotFoundError(f"{target} is not there")
+    return {"path": str(target)}
+
+
+@shared_task(name="examples.listing")
+def listing(inputs: str, target: str) -> dict[str, str]:
+    """Write the input instances (comma-separated directory URIs), one per line, to the file URI `target`."""
+    parts = [uri for uri in inputs.split(",") if uri]
+    out = _local(target)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(f"{uri}\n" for uri in parts))
+    return {"parts": str(len(parts))}

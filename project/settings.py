@@ -196,6 +196,16 @@ WORKFLOW_REPORT_RETRY_SECONDS = env_int("WORKFLOW_REPORT_RETRY_SECONDS", 600)
 # A task that raises an infrastructure error (database or broker connection lost, a timeout)
 # is launched again while launches remain; false: every exception is the task's final error.
 WORKFLOW_RETRY_TRANSIENT_ERRORS = env_bool("WORKFLOW_RETRY_TRANSIENT_ERRORS", True)
+# Workflow actions (ADR 0022). Storage a workflow touches (fs actions, prepare, fs: functions,
+# e-mail attachments) lies under WORKFLOW_FS_ROOTS: workers act with the service's rights.
+# Shell actions run programs on the workers: off unless enabled; killed after the timeout.
+# Action data (captured stdout, a Celery action's returned map) is at most this many bytes.
+WORKFLOW_FS_ROOTS = env_list(
+    "WORKFLOW_FS_ROOTS", [f"file://{VAR_DIR / 'data'}", "file:///tmp", "memory://", "s3://", "hdfs://"]
+)
+WORKFLOW_SHELL_ENABLED = env_bool("WORKFLOW_SHELL_ENABLED", False)
+WORKFLOW_SHELL_TIMEOUT_SECONDS = env_int("WORKFLOW_SHELL_TIMEOUT_SECONDS", 3600)
+WORKFLOW_MAX_OUTPUT_DATA = env_int("WORKFLOW_MAX_OUTPUT_DATA", 2048)
 # Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
 COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
 # How many dataset instances one data-in may resolve to (a hostile coord:current(-1000000000)

@@ -25,13 +25,14 @@ class NodeStatus(models.TextChoices):
     ERROR = "ERROR"  # the task raised: its own failure
     KILLED = "KILLED"
     FAILED = "FAILED"  # could not run: lost its worker too often, or the task does not exist
+    USER_RETRY = "USER_RETRY"  # ended in ERROR with user retries left (retry-max): runs again at retry_at
 
 
 W, N = WorkflowStatus, NodeStatus
 
 WORKFLOW_TERMINAL = frozenset({W.SUCCEEDED, W.KILLED, W.FAILED})
 NODE_TERMINAL = frozenset({N.OK, N.ERROR, N.KILLED, N.FAILED})
-NODE_LIVE = frozenset({N.PREP, N.RUNNING})
+NODE_LIVE = frozenset({N.PREP, N.RUNNING, N.USER_RETRY})
 
 WORKFLOW_TRANSITIONS: dict[str, frozenset[str]] = {
     W.PREP: frozenset({W.RUNNING, W.KILLED, W.FAILED}),
@@ -45,9 +46,10 @@ WORKFLOW_TRANSITIONS: dict[str, frozenset[str]] = {
 NODE_TRANSITIONS: dict[str, frozenset[str]] = {
     N.PREP: frozenset({N.RUNNING, N.KILLED, N.FAILED}),
     # RUNNING -> PREP: its worker was lost (lease expired) and the node is launched again.
-    N.RUNNING: frozenset({N.OK, N.ERROR, N.KILLED, N.FAILED, N.PREP}),
+    N.RUNNING: frozenset({N.OK, N.ERROR, N.KILLED, N.FAILED, N.PREP, N.USER_RETRY}),
+    N.USER_RETRY: frozenset({N.PREP, N.KILLED}),
     N.OK: frozenset(),
-    N.ERROR: frozenset(),
+    N.ERROR: frozenset({N.USER_RETRY}),  # user retry (retry-max): runs again later
     N.KILLED: frozenset(),
     N.FAILED: frozenset(),
 }

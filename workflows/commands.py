@@ -8,7 +8,7 @@ meanwhile) skips the command, as Oozie's preconditions do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils import timezone
@@ -50,11 +50,21 @@ class WfKillXCommand(WorkflowCommand):
             raise PreconditionFailed(f"workflow {self.workflow_id} is already {self.workflow.status}")
 
     def execute(self) -> dict[str, Any]:
-        """Kill it, then tell the parent in this transaction (its status command runs next on this key)."""
-        if not kill_workflows([self.workflow_id], timezone.now(), reason=self.reason):
+        """Kill it (and its sub-workflows), then tell the parent in this transaction (its status command runs next)."""
+        from workflows.engine import kill_tree, sub_workflow_ended
+
+        now = timezone.now()
+        if self.workflow.definition:
+            kill_tree(self.workflow_id, now, reason=self.reason)
+        elif not kill_workflows([self.workflow_id], now, reason=self.reason):
             return {"status": "unchanged"}  # it ended between the check and the kill's conditional write
         workflow = WorkflowJob.objects.get(pk=self.workflow_id)
-        node = workflow.nodes.order_by("id").first()
+        if workflow.status != WorkflowStatus.KILLED:
+            return {"status": "unchanged"}
+        if workflow.parent_node:
+            sub_workflow_ended(workflow, now)  # the parent's sub-workflow node ends (ERROR: its error path)
+            return {"status": workflow.status}
+        node = workflow.nodes.order_by("-ended_at", "id").first()
         if node is not None:
             parents.ended(workflow, node)
         return {"status": workflow.status}
@@ -89,3 +99,50 @@ class WfResumeXCommand(WorkflowCommand):
         changed = resume_workflow(self.workflow_id, timezone.now())
         status = WorkflowJob.objects.filter(pk=self.workflow_id).values_list("status", flat=True).first()
         return {"status": status if changed else "unchanged"}
+
+
+@dataclass
+class WfStartXCommand(WorkflowCommand):
+    """PREP -> RUNNING for a submitted workflow application (Oozie's StartXCommand)."""
+
+    def load_state(self) -> None:
+        """The workflow row, locked."""
+        self.workflow = WorkflowJob.objects.select_for_update().get(pk=self.workflow_id)
+
+    def verify_precondition(self) -> None:
+        """Only a PREP job starts."""
+        if self.workflow.status != WorkflowStatus.PREP:
+            raise PreconditionFailed(f"workflow {self.workflow_id} is {self.workflow.status}; only PREP jobs start")
+
+    def execute(self) -> dict[str, Any]:
+        """Enter its first node."""
+        from workflows.engine import start_job
+
+        start_job(self.workflow, timezone.now())
+        return {"status": self.workflow.status}
+
+
+@dataclass
+class WfRerunXCommand(WorkflowCommand):
+    """Run an ended workflow application again (spec 10): from its failed nodes, or skipping the named ones."""
+
+    configuration: dict[str, str] = field(default_factory=dict)
+    skip_nodes: list[str] = field(default_factory=list)
+    fail_nodes: bool = False
+
+    def load_state(self) -> None:
+        """The workflow row, locked."""
+        self.workflow = WorkflowJob.objects.select_for_update().get(pk=self.workflow_id)
+
+    def verify_precondition(self) -> None:
+        """Only an ended job reruns."""
+        if self.workflow.status not in WORKFLOW_TERMINAL:
+            raise PreconditionFailed(f"workflow {self.workflow_id} is {self.workflow.status}; only ended jobs rerun")
+
+    def execute(self) -> dict[str, Any]:
+        """Reset the nodes that run again and enter the first node."""
+        from workflows.engine import rerun
+
+        rerun(self.workflow, timezone.now(), configuration=self.configuration, skip_nodes=self.skip_nodes,
+              fail_nodes=self.fail_nodes)
+        return {"status": self.workflow.status, "run": self.workflow.run}

@@ -63,6 +63,15 @@ class WorkflowJob(models.Model):
     last_modified = models.DateTimeField(auto_now=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
+    # Workflow applications (workflow.xml); empty for a one-task (`task:`) run.
+    definition = models.JSONField(default=dict, blank=True, help_text="the parsed workflow.xml (nodes and transitions)")
+    app_xml = models.TextField(blank=True, help_text="the workflow.xml as submitted")
+    group = models.CharField(max_length=255, blank=True)
+    parent_workflow = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="sub_workflows",
+        help_text="the workflow whose sub-workflow node launched it",
+    )
+    parent_node = models.CharField(max_length=140, blank=True, help_text="that sub-workflow node's id")
 
     class Meta:
         indexes = [
@@ -107,6 +116,15 @@ class WorkflowNode(models.Model):
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     history = models.JSONField(default=list, help_text="one entry per attempt: worker, times, outcome")
+    # Nodes of workflow applications.
+    spec = models.JSONField(default=dict, blank=True, help_text="the action as launched (its EL evaluated)")
+    transition = models.CharField(max_length=100, blank=True, help_text="the node it led to")
+    data = models.JSONField(default=dict, blank=True, help_text="captured output (wf:actionData)")
+    external_id = models.CharField(max_length=255, blank=True)
+    external_status = models.CharField(max_length=64, blank=True)
+    arrivals = models.IntegerField(default=0, help_text="a join: the fork paths that reached it")
+    user_retries = models.IntegerField(default=0, help_text="user retries done (retry-max, spec 18)")
+    retry_at = models.DateTimeField(null=True, blank=True, help_text="USER_RETRY: when it runs again")
 
     class Meta:
         indexes = [
@@ -117,6 +135,7 @@ class WorkflowNode(models.Model):
             models.Index(
                 fields=["dispatched_at"], condition=Q(status=NodeStatus.PREP), name="wf_node_dispatch_idx"
             ),
+            models.Index(fields=["retry_at"], condition=Q(status=NodeStatus.USER_RETRY), name="wf_node_retry_idx"),
         ]
 
     def __str__(self) -> str:

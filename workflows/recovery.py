@@ -34,8 +34,11 @@ LONG_AGO = timedelta(days=3650)  # "due whatever the backoff"
 
 def recover(now: datetime) -> dict[str, int]:
     """One pass: relaunch or fail the nodes whose lease expired, then send again what nobody claimed."""
+    from workflows.engine import due_user_retries
+
     relaunched, failed = relaunch_lost(now)
-    return {"relaunched": relaunched, "failed": failed, "resent": resend_unclaimed(now)}
+    return {"relaunched": relaunched, "failed": failed, "resent": resend_unclaimed(now),
+            "user_retries": due_user_retries(now)}
 
 
 def relaunch_lost(now: datetime) -> tuple[int, int]:

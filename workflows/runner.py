@@ -54,6 +54,9 @@ class Outcome:
     error_code: str = ""
     error_message: str = ""
     transient: bool = False
+    data: dict[str, str] | None = None  # captured output (wf:actionData)
+    external_id: str = ""
+    external_status: str = ""
 
 
 def identity(hostname: str = "") -> str:
@@ -85,7 +88,7 @@ def run_node(node_id: str, attempt: int, hostname: str = "") -> str:
     _current.run = (node.id, attempt)
     try:
         with lease(NODE_LEASE, node.id, attempt):
-            outcome = invoke(node.task_name, workflow, worker)
+            outcome = invoke_action(node, worker) if workflow.definition else invoke(node.task_name, workflow, worker)
     finally:
         _current.run = None
     return record(node_id, attempt, outcome)
@@ -150,6 +153,30 @@ def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
     return Outcome(NodeStatus.OK)
 
 
+def invoke_action(node: WorkflowNode, worker: str) -> Outcome:
+    """Run an action node of a workflow application (fs, shell, email, celery) with its launched spec."""
+    from workflows.actions import ActionContext, execute
+
+    workflow = node.workflow
+    # The job's configuration with the action's own (`<global>` under `<configuration>`) over it.
+    configuration = {**workflow.configuration, **{str(k): str(v) for k, v in (node.spec.get("configuration") or {}).items()}}
+    context = ActionContext(
+        workflow_id=workflow.id, node_name=node.name, configuration=configuration,
+        user=workflow.owner.get_username() if workflow.owner_id and workflow.owner else "",
+        nominal_time=workflow.nominal_time.isoformat() if workflow.nominal_time else "",
+    )
+    try:
+        result = execute(node.type, dict(node.spec), context)
+    except Exception as exc:  # an executor's own bug must not lose the node: it ERRORs, named
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        log.exception("node %s: the %s executor raised", node.id, node.type)
+        return Outcome(NodeStatus.ERROR, type(exc).__name__[:64], text[:MAX_ERROR_CHARS], transient=is_transient(exc))
+    return Outcome(
+        result.status, result.error_code[:64], result.error_message[:MAX_ERROR_CHARS], transient=result.transient,
+        data=dict(result.data) or None, external_id=result.external_id[:255], external_status=result.external_status[:64],
+    )
+
+
 def record(node_id: str, attempt: int, outcome: Outcome) -> str:
     """Write the outcome while this attempt still holds the node, retrying database errors with backoff.
 
@@ -169,6 +196,10 @@ def record(node_id: str, attempt: int, outcome: Outcome) -> str:
 def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
     now = timezone.now()
     with transaction.atomic():
+        # The workflow row first, then the node: the order every writer of a workflow's nodes
+        # takes (verbs, the DAG's transitions), so two of them never wait for each other.
+        workflow_id = WorkflowNode.objects.filter(pk=node_id).values_list("workflow_id", flat=True).first()
+        list(WorkflowJob.objects.select_for_update().filter(pk=workflow_id).values_list("id", flat=True))
         node = (
             WorkflowNode.objects.select_for_update(of=("self",)).select_related("workflow")
             .filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).first()
@@ -207,9 +238,21 @@ def end_node(node: WorkflowNode, outcome: Outcome, now: Any) -> None:
     node.ended_at = now
     node.lease_expires_at = None
     node.error_code, node.error_message = outcome.error_code, outcome.error_message
-    node.save(update_fields=["status", "ended_at", "lease_expires_at", "error_code", "error_message", "history"])
+    fields = ["status", "ended_at", "lease_expires_at", "error_code", "error_message", "history"]
+    if outcome.data is not None:
+        node.data = outcome.data
+        fields.append("data")
+    if outcome.external_id or outcome.external_status:
+        node.external_id, node.external_status = outcome.external_id, outcome.external_status
+        fields += ["external_id", "external_status"]
+    node.save(update_fields=fields)
+    if node.workflow.definition:  # a workflow application: the node's transition (workflows.engine)
+        from workflows.engine import node_ended
+
+        node_ended(node, now)
+        return
     # Read again, not from the join that locked the node: a suspend that committed while we
-    # waited for the node's lock is seen here (suspend locks the nodes before the workflow).
+    # waited for the node's lock is seen here.
     node.workflow.status = WorkflowJob.objects.filter(pk=node.workflow_id).values_list("status", flat=True).get()
     if node.workflow.status == WorkflowStatus.SUSPENDED:
         log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",

@@ -3,15 +3,16 @@
 `request_control` is the domain action the APIs call (the caller's permission check comes in
 as a function: workflows know nothing of their parents); it queues a Wf* command on the
 parent's key. The commands call `kill_workflows`, `suspend_workflow` and `resume_workflow`,
-which lock the nodes before the workflow row, the order the worker's report takes them in.
+which lock the workflow row before its nodes, the order the worker's report takes them in.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from django.db import transaction
 
@@ -26,12 +27,13 @@ from workflows.models import WorkflowJob, WorkflowNode
 
 log = logging.getLogger(__name__)
 
-VERBS = ("kill", "suspend", "resume")
+VERBS = ("kill", "suspend", "resume", "start")
 #: The statuses each verb acts on; in any other the verb does nothing (Oozie's skipped precondition).
 VERB_FROM: dict[str, frozenset[str]] = {
     "kill": frozenset({WorkflowStatus.PREP, WorkflowStatus.RUNNING, WorkflowStatus.SUSPENDED}),
     "suspend": frozenset({WorkflowStatus.RUNNING}),
     "resume": frozenset({WorkflowStatus.SUSPENDED}),
+    "start": frozenset({WorkflowStatus.PREP}),
 }
 TASK_NODE_TYPE = "celery-task"
 
@@ -54,7 +56,12 @@ def request_control(workflow_id: str, verb: str, *, check: Callable[[WorkflowJob
     status the verb does not apply to is not an error: Oozie answers such a request and does
     nothing. Suspending a run whose node is not a Celery task raises VerbNotSupported.
     """
-    from workflows.commands import WfKillXCommand, WfResumeXCommand, WfSuspendXCommand
+    from workflows.commands import (
+        WfKillXCommand,
+        WfResumeXCommand,
+        WfStartXCommand,
+        WfSuspendXCommand,
+    )
     from xcommands.queue import enqueue
 
     if verb not in VERBS:
@@ -62,7 +69,7 @@ def request_control(workflow_id: str, verb: str, *, check: Callable[[WorkflowJob
     with transaction.atomic():
         workflow = WorkflowJob.objects.get(pk=workflow_id)
         check(workflow)
-        if verb == "suspend" and workflow.nodes.exclude(type=TASK_NODE_TYPE).exists():
+        if verb == "suspend" and not workflow.definition and workflow.nodes.exclude(type=TASK_NODE_TYPE).exists():
             raise VerbNotSupported(
                 f"workflow {workflow.id} runs {workflow.app_path}: hold and release its batch instead"
             )
@@ -74,6 +81,10 @@ def request_control(workflow_id: str, verb: str, *, check: Callable[[WorkflowJob
             enqueue(WfKillXCommand(key=key, workflow_id=workflow.id, reason=reason or "killed"))
         elif verb == "suspend":
             enqueue(WfSuspendXCommand(key=key, workflow_id=workflow.id))
+        elif verb == "start":
+            if not workflow.definition:
+                raise VerbNotSupported(f"workflow {workflow.id} was started by its coordinator action")
+            enqueue(WfStartXCommand(key=key, workflow_id=workflow.id))
         else:
             enqueue(WfResumeXCommand(key=key, workflow_id=workflow.id))
     return True
@@ -85,10 +96,21 @@ def kill_workflows(workflow_ids: Iterable[str], now: datetime, reason: str = "ki
     A worker still running a killed node finds the node moved when it reports, so its
     outcome is discarded; the parent is not told (the caller is the one killing).
     """
-    ids = [workflow_id for workflow_id in workflow_ids if workflow_id]
+    ids = sorted(workflow_id for workflow_id in workflow_ids if workflow_id)
     if not ids:
         return 0
-    nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id__in=ids, status__in=sorted(NODE_LIVE)))
+    list(WorkflowJob.objects.select_for_update().filter(pk__in=ids).order_by("id").values_list("id", flat=True))
+    for workflow_id in ids:
+        kill_nodes(workflow_id, now, reason)
+    killed = WorkflowJob.objects.filter(pk__in=ids).exclude(status__in=sorted(WORKFLOW_TERMINAL)).update(
+        status=WorkflowStatus.KILLED, ended_at=now, error_message=reason, last_modified=now
+    )
+    return killed
+
+
+def kill_nodes(workflow_id: str, now: datetime, reason: str = "killed") -> int:
+    """KILLED the live nodes of one workflow (its row locked by the caller); their tasks revoked after commit."""
+    nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id, status__in=sorted(NODE_LIVE)))
     # A node with no task (a batch node waits for its batch) has nothing to revoke.
     task_ids = [node.task_id for node in nodes if node.status == NodeStatus.RUNNING and node.task_id]
     for node in nodes:
@@ -97,11 +119,8 @@ def kill_workflows(workflow_ids: Iterable[str], now: datetime, reason: str = "ki
         node.history = [*node.history, {"attempt": node.attempt, "worker": node.worker, "outcome": NodeStatus.KILLED,
                                         "ended": now.isoformat(timespec="milliseconds"), "error": reason}]
         node.save(update_fields=["status", "ended_at", "lease_expires_at", "history"])
-    killed = WorkflowJob.objects.filter(pk__in=ids).exclude(status__in=sorted(WORKFLOW_TERMINAL)).update(
-        status=WorkflowStatus.KILLED, ended_at=now, error_message=reason, last_modified=now
-    )
     transaction.on_commit(partial(revoke, task_ids))
-    return killed
+    return len(nodes)
 
 
 def revoke(task_ids: list[str]) -> None:
@@ -118,8 +137,8 @@ def revoke(task_ids: list[str]) -> None:
 
 def suspend_workflow(workflow_id: str, now: datetime) -> bool:
     """RUNNING -> SUSPENDED (caller's transaction): a queued node is not claimed; a running one ends, its end held."""
-    list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))  # nodes first
-    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)
+    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
+    list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
     if workflow.status != WorkflowStatus.RUNNING:
         return False
     workflow.transition_to(WorkflowStatus.SUSPENDED)
@@ -133,13 +152,18 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     from workflows.launch import dispatch_on_commit
     from workflows.runner import end_workflow
 
+    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
     nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
-    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)
     if workflow.status != WorkflowStatus.SUSPENDED:
         return False
     workflow.transition_to(WorkflowStatus.RUNNING)
     workflow.last_modified = now
     workflow.save(update_fields=["status", "last_modified"])
+    if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
+        from workflows.engine import resumed
+
+        resumed(workflow, nodes, now)
+        return True
     for node in nodes:
         node.workflow = workflow
         if node.status == NodeStatus.PREP:
@@ -150,3 +174,61 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     if ended:
         end_workflow(ended[0], now)
     return True
+
+
+# ---- workflow applications (workflow.xml) submitted on their own ----------------------------------
+
+APP_PATH_PROPERTY = "oozie.wf.application.path"
+
+
+def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) -> Any:
+    """Read and validate the application a job configuration names (DefinitionError if refused; nothing stored)."""
+    from coordinators.definitions import DefinitionError
+    from workflows.definitions.loader import load_application
+    from workflows.definitions.submission import prepare_workflow
+
+    app_path = str(properties.get(APP_PATH_PROPERTY, "")).strip()
+    if not app_path:
+        raise DefinitionError(f"the job configuration has no {APP_PATH_PROPERTY}", source="job.properties")
+    xml, defaults = load_application(app_path, trusted=trusted)
+    return prepare_workflow(xml, dict(properties), app_path=app_path, config_default=defaults)
+
+
+def submit_workflow(properties: Mapping[str, str], *, owner: Any, trusted: bool = False, start: bool = True) -> WorkflowJob:
+    """Submit (PREP) or run (RUNNING) a workflow application; DefinitionError if refused, nothing stored then."""
+    from django.utils import timezone
+
+    from workflows.engine import create_job
+
+    prepared = prepare_submission(properties, trusted=trusted)
+    with transaction.atomic():
+        workflow = create_job(
+            prepared, now=timezone.now(), owner_id=getattr(owner, "pk", None),
+            group=str(properties.get("group.name", "")), start=start,
+        )
+    log.info("workflow %s (%s) submitted by %s%s", workflow.id, workflow.app_name,
+             getattr(owner, "username", "?"), ", started" if start else "")
+    return workflow
+
+
+def request_rerun(workflow_id: str, properties: Mapping[str, str], *, check: Callable[[WorkflowJob], None]) -> None:
+    """Queue a rerun of an ended application workflow (spec 10): skip-nodes or failnodes from the properties.
+
+    Refused at once (WorkflowError, nothing queued) when the job has not ended, is not an
+    application, or the skip list names nodes that cannot be skipped.
+    """
+    from workflows.commands import WfRerunXCommand
+    from workflows.engine import SKIP_NODES, WorkflowError, check_rerun
+    from xcommands.queue import enqueue
+
+    fail_nodes = str(properties.get("oozie.wf.rerun.failnodes", "")).strip().lower() == "true"
+    skip = [n.strip() for n in str(properties.get(SKIP_NODES, "")).split(",") if n.strip()]
+    conf = {k: v for k, v in properties.items() if k not in (SKIP_NODES, "oozie.wf.rerun.failnodes")}
+    with transaction.atomic():
+        workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)
+        check(workflow)
+        if not workflow.definition:
+            raise WorkflowError(f"workflow {workflow.id} runs {workflow.app_path}: rerun its coordinator action instead")
+        check_rerun(workflow, skip_nodes=skip, fail_nodes=fail_nodes)
+        enqueue(WfRerunXCommand(key=parent_key(workflow), workflow_id=workflow.id, configuration=conf,
+                                skip_nodes=skip, fail_nodes=fail_nodes))

@@ -45,3 +45,8 @@ def is_transient(exc: BaseException) -> bool:
         redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
     )
     return isinstance(exc, transient)
+
+
+def user_retry_interval() -> float:
+    """Seconds in one unit of an action's `retry-interval` (Oozie: minutes, so 60; tests shorten it)."""
+    return float(getattr(settings, "WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS", 60))

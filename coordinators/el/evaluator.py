@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from coordinators.el.errors import (
@@ -13,7 +14,7 @@ from coordinators.el.errors import (
     ELUnresolvedVariable,
 )
 from coordinators.el.functions import ELContext
-from coordinators.el.nodes import Binary, Call, Literal, Node, Ternary, Unary, Variable
+from coordinators.el.nodes import Binary, Call, Index, Literal, Node, Ternary, Unary, Variable
 
 LONG_MAX = 2**63 - 1
 
@@ -189,7 +190,21 @@ def evaluate_node(node: Node, ctx: ELContext, expression: str) -> Any:
             return _arithmetic(node.op, left, right, expression)
         except ELEvaluationError as exc:
             raise _naming_properties(exc, [(node.left, left), (node.right, right)], expression) from None
+    if isinstance(node, Index):
+        return _index(evaluate_node(node.target, ctx, expression), evaluate_node(node.key, ctx, expression), expression)
     return _call(node, ctx, expression)
+
+
+def _index(target: Any, key: Any, expression: str) -> Any:
+    """JSP EL 1.8 value[key]: a map's entry or null, a list's item or null; null[key] is null."""
+    if target is None or key is None:
+        return None
+    if isinstance(target, Mapping):
+        return target.get(to_text(key))
+    if isinstance(target, list | tuple):
+        position = to_integer(key, expression, "a list index")
+        return target[position] if 0 <= position < len(target) else None
+    raise ELEvaluationError(f"cannot look up {to_text(key)!r} in {to_text(target)!r}: it is not a map or a list", expression)
 
 
 def _call(node: Call, ctx: ELContext, expression: str) -> Any:

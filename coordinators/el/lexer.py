@@ -12,7 +12,10 @@ KEYWORDS = {
     "div": "/", "mod": "%", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=",
     "and": "&&", "or": "||", "not": "!", "empty": "empty", "true": "true", "false": "false", "null": "null",
 }
-SYMBOLS = ("==", "!=", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "!", "?", ":", "(", ")", ",")
+SYMBOLS = (
+    "==", "!=", "<=", ">=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "!", "?", ":", "(", ")", ",",
+    "[", "]", ".",  # map and list access on a function's value: wf:actionData('n')['key'], wf:actionData('n').key
+)
 
 
 @dataclass(frozen=True, slots=True)

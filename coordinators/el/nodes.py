@@ -84,7 +84,19 @@ class Call:
         return f"{self.name}({', '.join(arg.to_source() for arg in self.args)})"
 
 
-Node = Literal | Variable | Unary | Binary | Ternary | Call
+@dataclass(frozen=True, slots=True)
+class Index:
+    """target[key] (and target.key): an entry of a map or list a function returned (wf:actionData)."""
+
+    target: Node
+    key: Node
+
+    def to_source(self) -> str:
+        """Source of the access."""
+        return f"{self.target.to_source()}[{self.key.to_source()}]"
+
+
+Node = Literal | Variable | Unary | Binary | Ternary | Call | Index
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -97,6 +109,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return (node.left, node.right)
     if isinstance(node, Ternary):
         return (node.condition, node.then, node.otherwise)
+    if isinstance(node, Index):
+        return (node.target, node.key)
     return ()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coordinators.el.errors import ELLimitError, ELSyntaxError
 from coordinators.el.lexer import Token, tokenize
-from coordinators.el.nodes import Binary, Call, Literal, Node, Ternary, Unary, Variable
+from coordinators.el.nodes import Binary, Call, Index, Literal, Node, Ternary, Unary, Variable
 
 MAX_DEPTH = 100
 MAX_ARGS = 50
@@ -91,7 +91,30 @@ class _Parser:
                 return Unary(op, self.unary())
             finally:
                 self.depth -= 1
-        return self.primary()
+        return self.postfix(self.primary())
+
+    def postfix(self, node: Node) -> Node:
+        # JSP EL's value[key] and value.name (spec 4.2.3: wf:actionData('node')['key']); each
+        # access nests the tree one level, so a chain counts against the depth limit.
+        accesses = 0
+        while self.at("[", "."):
+            accesses += 1
+            if self.depth + accesses > self.max_depth:
+                raise ELLimitError(f"expression nested deeper than {self.max_depth}", self.expression[:200], self.peek().position)
+            if self.take().value == "[":
+                node = Index(node, self.ternary())
+                self.expect("]")
+                continue
+            token = self.peek()
+            if token.kind != "IDENT":
+                found = repr(token.value) if token.kind != "END" else "the end"
+                raise ELSyntaxError(f"expected a name after '.' but found {found}", self.expression, token.position)
+            self.take()
+            for name in token.value.split("."):  # the lexer reads a.b as one name; EL means .a then .b
+                if not name:
+                    raise ELSyntaxError("empty name after '.'", self.expression, token.position)
+                node = Index(node, Literal(name))
+        return node
 
     def primary(self) -> Node:
         token = self.peek()

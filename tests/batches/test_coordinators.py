@@ -115,7 +115,7 @@ def test_the_action_stays_running_while_its_batch_is_held_and_succeeds_after_rel
     action.refresh_from_db()
     assert Batch.objects.get().status == B.HELD
     assert action.status == ActionStatus.RUNNING and action.started_at is not None
-    assert recover(timezone.now() + timedelta(days=1)) == {"relaunched": 0, "failed": 0, "resent": 0}
+    assert recover(timezone.now() + timedelta(days=1)) == {"relaunched": 0, "failed": 0, "resent": 0, "user_retries": 0}
     release_collection("demo", actor=admin)
     settle()
     action.refresh_from_db()

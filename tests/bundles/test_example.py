@@ -41,7 +41,7 @@ def test_the_example_bundle_dry_runs_both_coordinators_with_their_first_actions(
     assert first_hour["data_in"]["raw"] == ["file:///tmp/pipeline/raw/2026/01/01/00"]
     assert first_hour["data_out"]["hourly"] == ["file:///tmp/pipeline/hourly/2026/01/01/00"]
     first_day = daily["actions"][0]
-    assert (first_day["nominal_time"], first_day["app_path"]) == ("2026-01-02T00:00Z", "task:examples.aggregate")
+    assert (first_day["nominal_time"], first_day["app_path"]) == ("2026-01-02T00:00Z", "workflow")  # daily/workflow/
     hours = first_day["data_in"]["hours"]
     assert len(hours) == 24 and hours[0].endswith("/hourly/2026/01/01/00") and hours[-1].endswith("/hourly/2026/01/01/23")
     assert first_day["data_out"]["day"] == ["file:///tmp/pipeline/daily/2026/01/01"]

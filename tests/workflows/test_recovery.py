@@ -48,7 +48,7 @@ def test_a_node_whose_worker_was_lost_is_launched_again(launched: Launch, redis_
     action = launched()
     node = node_of(action)
     lose_worker(node)
-    assert recovery.recover(timezone.now()) == {"relaunched": 1, "failed": 0, "resent": 0}
+    assert recovery.recover(timezone.now()) == {"relaunched": 1, "failed": 0, "resent": 0, "user_retries": 0}
     node.refresh_from_db()
     assert (node.status, node.attempt, len(node.task_ids)) == (NodeStatus.PREP, 2, 2)
     assert node.history[-1]["outcome"] == "LOST" and "w1@gone:4242" in node.history[-1]["error"]
@@ -66,7 +66,7 @@ def test_a_live_lease_is_left_alone(launched: Launch) -> None:
     """A running node whose lease has not run out is not touched."""
     node = node_of(launched())
     assert runner.claim(node.id, 1, "w1:1") is not None
-    assert recovery.recover(timezone.now()) == {"relaunched": 0, "failed": 0, "resent": 0}
+    assert recovery.recover(timezone.now()) == {"relaunched": 0, "failed": 0, "resent": 0, "user_retries": 0}
     node.refresh_from_db()
     assert node.status == NodeStatus.RUNNING
 

@@ -27,6 +27,7 @@ from datasets.timeline import format_datetime
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
+WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
 
 
 def one_line(text: str) -> str:
@@ -37,6 +38,11 @@ def one_line(text: str) -> str:
 def is_bundle(job_id: str) -> bool:
     """Bundle ids end with -B (Oozie's CLI routes on the suffix too)."""
     return job_id.endswith(f"-{JOB_ID_SUFFIX}")
+
+
+def is_workflow(job_id: str) -> bool:
+    """Workflow ids end with -W."""
+    return job_id.endswith("-W")
 
 
 class Command(BaseCommand):
@@ -88,7 +94,10 @@ class Command(BaseCommand):
         if verb is None:
             raise CommandError(f"give one of {', '.join('-' + v for v in VERBS)}")
         try:
-            if verb in ("run", "submit", "dryrun"):
+            job_id = options.get(verb) if verb not in ("run", "submit", "dryrun") else None
+            if isinstance(job_id, str) and is_workflow(job_id) and verb in ("info", "start", "kill", "suspend", "resume", "rerun"):
+                self._workflow(verb, job_id, options)
+            elif verb in ("run", "submit", "dryrun"):
                 self._submit(verb, options)
             elif verb == "info":
                 self._info(options["info"], options)
@@ -126,8 +135,12 @@ class Command(BaseCommand):
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
-        if APP_PATH_PROPERTY in properties and BUNDLE_PATH_PROPERTY in properties:
-            raise CommandError(f"{config}: set {APP_PATH_PROPERTY} or {BUNDLE_PATH_PROPERTY}, not both")
+        named = [p for p in (APP_PATH_PROPERTY, BUNDLE_PATH_PROPERTY, WORKFLOW_PATH_PROPERTY) if p in properties]
+        if len(named) > 1:
+            raise CommandError(f"{config}: set only one of {', '.join(named)}, not both")
+        if WORKFLOW_PATH_PROPERTY in properties:
+            self._submit_workflow(verb, config, properties, options)
+            return
         if BUNDLE_PATH_PROPERTY in properties:
             self._submit_bundle(verb, config, properties, options)
             return
@@ -179,6 +192,99 @@ class Command(BaseCommand):
         text, app_path = read_bundle(properties, trusted=True)
         bundle = submit_bundle(text, properties, owner=owner, app_path=app_path, start=(verb == "run"), trusted=True)
         self.stdout.write(f"job: {bundle.id}")
+
+    def _submit_workflow(self, verb: str, config: Path, properties: dict[str, str], options: dict[str, Any]) -> None:
+        """Submit, run or dry-run the workflow application named by oozie.wf.application.path (relative: to the file)."""
+        from workflows.services import prepare_submission, submit_workflow
+
+        path = properties[WORKFLOW_PATH_PROPERTY].strip()
+        if path and "://" not in path and not Path(path).is_absolute():
+            properties[WORKFLOW_PATH_PROPERTY] = str((config.resolve().parent / path).resolve())
+        if verb == "dryrun":
+            prepared = prepare_submission(properties, trusted=True)
+            definition = prepared.definition
+            if options["format"] == "json":
+                self.stdout.write(json.dumps({
+                    "name": definition.name, "app_path": prepared.app_path,
+                    "configuration": dict(prepared.configuration), "definition": definition.to_json(),
+                }, indent=2))
+                return
+            lines = [f"workflow {definition.name} ({definition.schema}): valid, {len(definition.nodes)} nodes",
+                     f"start -> {definition.start}"]
+            for node in definition.nodes.values():
+                kind = node.action_type or node.kind
+                lines.append(f"  {node.name:<30} {kind:<12} -> {', '.join(node.transitions()) or '-'}")
+            self.stdout.write("\n".join(lines))
+            return
+        owner = self._user(options)
+        properties.setdefault("user.name", owner.get_username())
+        workflow = submit_workflow(properties, owner=owner, trusted=True, start=(verb == "run"))
+        self.stdout.write(f"job: {workflow.id}")
+
+    def _workflow(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
+        """-info, -start, -kill, -suspend, -resume, -rerun of a workflow job (-W), under the parent's permission rules."""
+        from coordinators.permissions import check_modify, check_read
+        from oozieapi.workflows import guard
+        from workflows.models import WorkflowJob
+        from workflows.services import VerbNotSupported, request_control, request_rerun
+
+        try:
+            workflow = WorkflowJob.objects.select_related("owner").get(pk=job_id)
+        except WorkflowJob.DoesNotExist:
+            raise CommandError(f"no workflow job {job_id!r}") from None
+        actor = self._user(options)
+        if verb == "info":
+            check_read(actor, guard(workflow))
+            self._workflow_info(workflow)
+            return
+
+        def may_modify(run: WorkflowJob) -> None:
+            check_modify(actor, guard(run))
+
+        try:
+            if verb == "rerun":
+                properties: dict[str, str] = {}
+                if options["config"]:
+                    config = Path(options["config"])
+                    try:
+                        properties = load_configuration(config.read_bytes(), str(config))
+                    except OSError as exc:
+                        raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+                if options["failed"]:
+                    properties["oozie.wf.rerun.failnodes"] = "true"
+                request_rerun(job_id, properties, check=may_modify)
+                self.stdout.write(f"rerun: {job_id} queued")
+                return
+            queued = request_control(job_id, verb, check=may_modify, reason=f"killed by {actor.get_username()} (CLI)")
+        except VerbNotSupported as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"{verb}: {job_id} {'queued' if queued else f'ignored (it is {workflow.status})'}")
+
+    def _workflow_info(self, workflow: Any) -> None:
+        lines = [
+            f"Job ID : {workflow.id}",
+            "-" * 80,
+            f"Workflow Name : {workflow.app_name}",
+            f"App Path      : {workflow.app_path}",
+            f"Status        : {workflow.status}",
+            f"Run           : {workflow.run}",
+            f"User          : {workflow.owner.get_username() if workflow.owner else '-'}",
+            f"Group         : {workflow.group or '-'}",
+            f"Created       : {format_datetime(workflow.created_at)}",
+            f"Started       : {format_datetime(workflow.started_at)}",
+            f"Last Modified : {format_datetime(workflow.last_modified)}",
+            f"Ended         : {format_datetime(workflow.ended_at)}",
+            f"CoordAction ID: {workflow.coord_action_id or '-'}",
+        ]
+        if workflow.error_message:
+            lines.append(f"Error         : {one_line(workflow.error_message)}")
+        lines += ["", "Actions", "-" * 80,
+                  f"{'ID':<60} {'Status':<10} {'Ext ID':<28} {'Ext Status':<10} Err Code"]
+        lines.append("-" * 80)
+        for node in workflow.nodes.order_by("started_at", "id"):
+            lines.append(f"{node.id:<60} {node.status:<10} {node.external_id or '-':<28} "
+                         f"{node.external_status or '-':<10} {node.error_code or '-'}")
+        self.stdout.write("\n".join(lines))
 
     def _dryrun_user(self, options: dict[str, Any]) -> Any:
         """The -user (or login) account; a dry-run stores nothing, so an unknown name is only a name."""

@@ -56,6 +56,12 @@ def _batch(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any
     return run_batch_bench(options["objects"], options["workers"], log)
 
 
+def _workflow(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from workflows.benchmarks import run_workflow_bench
+
+    return run_workflow_bench(options["jobs"] or 200, options["width"], options["workers"], log)
+
+
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from coordinators.api.benchmarks import run_api_pages_bench
 
@@ -92,6 +98,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "bundle": _bundle,
     "operation": _operation,
     "batch": _batch,
+    "workflow": _workflow,
 }
 
 
@@ -120,6 +127,7 @@ class Command(BaseCommand):
         parser.add_argument("--coordinators", type=int, default=200, help="bundle: coordinators in the bundle")
         parser.add_argument("--repeat", type=int, default=30, help="api-pages: requests timed per page")
         parser.add_argument("--objects", type=int, default=10_000, help="batch: objects ingested (one file each)")
+        parser.add_argument("--width", type=int, default=10, help="workflow: actions in each workflow's fork")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch to the named benchmark."""
@@ -127,7 +135,7 @@ class Command(BaseCommand):
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
         for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
-                     "coordinators", "objects"):
+                     "coordinators", "objects", "width"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 

@@ -105,7 +105,7 @@ def test_dryrun_plans_without_storing(ann: User) -> None:
     [
         pytest.param({"definition": "<coordinator-app"}, "coordinator.xml", id="malformed-xml"),
         pytest.param({"definition": coordinator_xml(), "properties": {"start": "2026-01-01T00:00Z"}}, "end", id="unresolved-variable"),
-        pytest.param({"definition": coordinator_xml(task="x").replace("task:x", "hdfs://nn/app"), "properties": window()}, "launcher", id="unsupported-launcher"),
+        pytest.param({"definition": coordinator_xml(task="x").replace("task:x", "hdfs://nn/app"), "properties": window()}, "storage is not available", id="unsupported-launcher"),
         pytest.param({"definition": "<workflow-app xmlns='uri:oozie:workflow:0.5' name='w'/>"}, "namespace", id="not-a-coordinator"),
         pytest.param({"properties": {"start": "x"}}, "app_path", id="no-definition"),
         pytest.param({"definition": coordinator_xml(), "configuration": "<configuration><oops/></configuration>"}, "property", id="bad-configuration"),

@@ -62,3 +62,15 @@ def test_hourly_producer_feeds_the_daily_consumer(
     assert len(summary["parts"]) == 24
     assert all("missing" not in part for part in summary["parts"])
     assert summary["parts"][0]["nominal_time"].startswith(day.strftime("%Y-%m-%dT00:00"))
+    # The daily action ran its workflow application: fork, join, decision, fs cleanup.
+    from workflows.models import WorkflowJob
+
+    out = tmp_path / "daily" / day.strftime("%Y/%m/%d")
+    assert len((out / "parts.txt").read_text().splitlines()) == 24 and not (out / "_staging").exists()
+    action = jobs[1].actions.get(number=1)
+    run = WorkflowJob.objects.get(pk=action.external_id)
+    assert run.status == "SUCCEEDED" and run.app_name == "pipeline-daily-wf"
+    assert dict(run.nodes.values_list("name", "transition")) == {
+        ":start:": "both", "both": "summary,listing", "summary": "joined", "listing": "joined",
+        "joined": "written", "written": "cleanup", "cleanup": "end", "end": "",
+    }

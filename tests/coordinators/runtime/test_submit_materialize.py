@@ -103,7 +103,7 @@ def test_suspended_jobs_create_nothing() -> None:
 
 @pytest.mark.parametrize(
     ("app_path", "message"),
-    [("hdfs://bar:8020/usr/joe/wf", "needs a launcher"), ("${nope}", "unresolved variable")],
+    [("hdfs://bar:8020/usr/joe/wf", "hdfs:// storage is not available"), ("task:", "names no <celery task name>"), ("${nope}", "unresolved variable")],
 )
 def test_unsupported_or_unresolved_submissions_store_nothing(app_path: str, message: str) -> None:
     """A refused submission raises DefinitionError and writes no job and no command."""

@@ -1,0 +1,187 @@
+"""The shell action: real /bin/sh scripts, captured output, timeouts that kill the process group, the off switch."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinators.definitions import parse_hadoop_configuration
+from workflows.actions import ActionContext, ActionResult, execute
+
+CONTEXT = ActionContext(
+    workflow_id="0000001-260101000000000-oozie-W", node_name="script",
+    configuration={"queueName": "default", "inputDir": "/data/in"}, user="ann",
+)
+
+
+@pytest.fixture
+def enabled(settings: Any, tmp_path: Path) -> None:
+    """Shell actions allowed, with a short timeout."""
+    settings.WORKFLOW_SHELL_ENABLED = True
+    settings.WORKFLOW_SHELL_TIMEOUT_SECONDS = 30
+    settings.WORKFLOW_FS_ROOTS = [f"file://{tmp_path}"]
+
+
+def sh(script: str, *args: str, env: list[str] | None = None, capture: bool = False, **extra: Any) -> ActionResult:
+    spec = {"exec": "/bin/sh", "args": ["-c", script, "sh", *args], "env": env or [], "capture_output": capture, **extra}
+    return execute("shell", spec, CONTEXT)
+
+
+def test_disabled_by_default(settings: Any, tmp_path: Path) -> None:
+    """Without WORKFLOW_SHELL_ENABLED nothing runs: FAILED, naming the setting."""
+    settings.WORKFLOW_SHELL_ENABLED = False
+    marker = tmp_path / "ran"
+    result = sh(f"touch {marker}")
+    assert (result.status, result.error_code) == ("FAILED", "SHELL_DISABLED")
+    assert "WORKFLOW_SHELL_ENABLED" in result.error_message
+    assert not marker.exists()
+
+
+def test_the_project_default_is_off() -> None:
+    """The shipped setting keeps shell actions off."""
+    from project import settings as project_settings
+
+    if os.environ.get("WORKFLOW_SHELL_ENABLED"):
+        pytest.skip("the environment sets WORKFLOW_SHELL_ENABLED")
+    assert project_settings.WORKFLOW_SHELL_ENABLED is False
+
+
+@pytest.mark.usefixtures("enabled")
+def test_captured_output_becomes_action_data() -> None:
+    """With capture-output, stdout is read as Java properties: the node's action data."""
+    result = sh('echo "rows=42"; echo "# a comment"; printf "path: /a b\\nmsg=$1\\n"', "hello world", capture=True)
+    assert result.status == "OK", result
+    assert result.data == {"rows": "42", "path": "/a b", "msg": "hello world"}
+    assert result.external_status == "SUCCEEDED"
+    assert int(result.external_id) > 0
+
+
+@pytest.mark.usefixtures("enabled")
+def test_output_not_captured_without_capture_output() -> None:
+    """Without capture-output stdout is not data."""
+    result = sh("echo rows=42")
+    assert (result.status, dict(result.data)) == ("OK", {})
+
+
+@pytest.mark.usefixtures("enabled")
+def test_arguments_are_not_parsed_by_a_shell(tmp_path: Path) -> None:
+    """exec and args go to the program as they are: no word splitting, globbing or substitution."""
+    result = execute(
+        "shell",
+        {"exec": "/usr/bin/printf", "args": ["a=%s\\n", "$(touch x); *"], "env": [], "capture_output": True},
+        CONTEXT,
+    )
+    assert result.data == {"a": "$(touch x); *"}
+
+
+@pytest.mark.usefixtures("enabled")
+def test_environment_is_clean_and_env_vars_are_added(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command sees PATH and its env-vars ($NAME expanded), not the worker's secrets; HOME is its own directory."""
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "do-not-leak")
+    result = sh(
+        'echo "secret=${DJANGO_SECRET_KEY:-none}"; echo "greeting=$GREETING"; echo "path=$PATH"; '
+        'echo "home=$HOME"; echo "cwd=$(pwd)"; echo "conf=$OOZIE_ACTION_CONF_XML"',
+        env=["GREETING=hi=there", "PATH=$PATH:/opt/extra"], capture=True,
+    )
+    assert result.status == "OK", result
+    assert result.data["secret"] == "none"
+    assert result.data["greeting"] == "hi=there"
+    assert result.data["path"].endswith(":/opt/extra") and len(result.data["path"]) > len(":/opt/extra")
+    assert result.data["home"] == result.data["cwd"]
+    assert os.path.basename(result.data["cwd"]).startswith("wf-shell-")
+    assert not os.path.exists(result.data["cwd"]), "the working directory is removed afterwards"
+    assert result.data["conf"].startswith(result.data["cwd"])
+
+
+@pytest.mark.usefixtures("enabled")
+def test_action_configuration_file() -> None:
+    """OOZIE_ACTION_CONF_XML names the action's configuration as Hadoop XML (DG_ShellActionExtension)."""
+    result = sh('printf "xml=%s\\n" "$(cat "$OOZIE_ACTION_CONF_XML" | tr -d "\\n")"', capture=True)
+    assert parse_hadoop_configuration(result.data["xml"]) == dict(CONTEXT.configuration)
+
+
+@pytest.mark.usefixtures("enabled")
+def test_non_zero_exit_is_an_error_with_stderr() -> None:
+    """A non-zero exit is ERROR with Oozie's shell code 1; the message has the exit code and stderr's end."""
+    result = sh("echo 'disk full' >&2; exit 3", capture=True)
+    assert (result.status, result.error_code, result.external_status) == ("ERROR", "1", "FAILED")
+    assert "exit code [3]" in result.error_message
+    assert "disk full" in result.error_message
+    assert dict(result.data) == {}
+
+
+@pytest.mark.usefixtures("enabled")
+def test_timeout_kills_the_process_group(settings: Any, tmp_path: Path) -> None:
+    """After WORKFLOW_SHELL_TIMEOUT_SECONDS the whole group dies (children too): ERROR TIMEOUT, KILLED."""
+    settings.WORKFLOW_SHELL_TIMEOUT_SECONDS = 1
+    pidfile = tmp_path / "child.pid"
+    started = time.monotonic()
+    result = sh(f"sleep 60 & echo $! > {pidfile}; wait")
+    assert time.monotonic() - started < 20
+    assert (result.status, result.error_code, result.external_status) == ("ERROR", "TIMEOUT", "KILLED")
+    assert "WORKFLOW_SHELL_TIMEOUT_SECONDS" in result.error_message
+    _assert_dead(int(pidfile.read_text()))
+
+
+@pytest.mark.usefixtures("enabled")
+def test_background_children_do_not_outlive_the_action(tmp_path: Path) -> None:
+    """What the command leaves running when it ends is killed with its process group."""
+    pidfile = tmp_path / "bg.pid"
+    result = sh(f"sleep 60 > /dev/null 2>&1 & echo $! > {pidfile}")
+    assert result.status == "OK"
+    _assert_dead(int(pidfile.read_text()))
+
+
+def _assert_dead(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{pid}/stat") as handle:  # a zombie waiting for its reaper is dead too
+            if handle.read().split(")")[-1].split()[0] == "Z":
+                return
+        time.sleep(0.05)
+    pytest.fail(f"process {pid} is still running")
+
+
+@pytest.mark.usefixtures("enabled")
+def test_output_over_the_limit_is_an_error(settings: Any) -> None:
+    """Captured output beyond WORKFLOW_MAX_OUTPUT_DATA bytes is refused, as Oozie's 2 KB limit."""
+    settings.WORKFLOW_MAX_OUTPUT_DATA = 100
+    result = sh("i=0; while [ $i -lt 20 ]; do echo key$i=0123456789; i=$((i+1)); done", capture=True)
+    assert (result.status, result.error_code) == ("ERROR", "OUTPUT_LIMIT")
+    assert "exceeds its limit [100]" in result.error_message
+    assert dict(result.data) == {}
+    settings.WORKFLOW_MAX_OUTPUT_DATA = 2048
+    assert sh("i=0; while [ $i -lt 20 ]; do echo key$i=0123456789; i=$((i+1)); done", capture=True).status == "OK"
+
+
+@pytest.mark.usefixtures("enabled")
+def test_missing_program_is_an_error() -> None:
+    """A program that does not exist cannot be run: ERROR naming it."""
+    result = execute("shell", {"exec": "/no/such/program", "args": [], "env": [], "capture_output": False}, CONTEXT)
+    assert (result.status, result.error_code) == ("ERROR", "FileNotFoundError")
+    assert "/no/such/program" in result.error_message
+
+
+@pytest.mark.usefixtures("enabled")
+@pytest.mark.parametrize("pair", ["NOVALUE", "=value"])
+def test_malformed_env_var_fails(pair: str) -> None:
+    """An env-var that is not NAME=value is Oozie's JA010 (FAILED)."""
+    result = sh("true", env=[pair])
+    assert (result.status, result.error_code) == ("FAILED", "JA010")
+
+
+@pytest.mark.usefixtures("enabled")
+def test_prepare_runs_before_the_command(tmp_path: Path) -> None:
+    """prepare creates the output directory before the command writes there."""
+    out = tmp_path / "out"
+    result = sh(f"echo x > {out}/file", prepare=[{"op": "mkdir", "path": f"file://{out}"}])
+    assert result.status == "OK", result
+    assert (out / "file").read_text() == "x\n"

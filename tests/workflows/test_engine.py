@@ -1,0 +1,455 @@
+"""Workflow applications run node by node: control nodes, fork/join, errors, retries, verbs, rerun, sub-workflows.
+
+Nodes run in this process as a worker runs them (`run_node`: claim, run, record); the verbs'
+commands run through the in-process engine. Real files, real XML, the real EL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core import mail
+
+from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from workflows.choices import NodeStatus as N
+from workflows.choices import WorkflowStatus as W
+from workflows.models import WorkflowJob, WorkflowNode
+from workflows.runner import run_node
+from workflows.services import request_control, request_rerun, submit_workflow
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
+
+WF = 'xmlns="uri:oozie:workflow:1.0"'
+CELERY = 'xmlns="uri:oozie:celery-action:0.1"'
+
+
+def celery(name: str, task: str, *args: str, ok: str, error: str = "fail", extra: str = "") -> str:
+    """A celery action node."""
+    arguments = "".join(f"<arg>{a}</arg>" for a in args)
+    return (f'<action name="{name}"{extra}><celery {CELERY}><task>{task}</task>{arguments}</celery>'
+            f'<ok to="{ok}"/><error to="{error}"/></action>')
+
+
+KILL = '<kill name="fail"><message>failed at ${wf:lastErrorNode()}: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>'
+
+
+def app(tmp_path: Path, body: str, name: str = "app", start: str = "", wf_name: str = "wf") -> Path:
+    """Write a workflow application directory; its path."""
+    directory = tmp_path / name
+    directory.mkdir(parents=True, exist_ok=True)
+    first = start or body.split('name="', 1)[1].split('"', 1)[0]
+    (directory / "workflow.xml").write_text(
+        f'<workflow-app name="{wf_name}" {WF}><start to="{first}"/>{body}{KILL}<end name="end"/></workflow-app>'
+    )
+    return directory
+
+
+def owner() -> User:
+    return User.objects.get_or_create(username="wf-user")[0]
+
+
+def submit(directory: Path, **properties: str) -> WorkflowJob:
+    conf = {"oozie.wf.application.path": str(directory), **{k.replace("_", "."): v for k, v in properties.items()}}
+    return submit_workflow(conf, owner=owner(), trusted=True)
+
+
+def drive(rounds: int = 50) -> int:
+    """Run queued nodes and commands in this process until nothing is left; how many nodes ran."""
+    ran = 0
+    for _ in range(rounds):
+        queued = list(WorkflowNode.objects.filter(status=N.PREP, workflow__status=W.RUNNING)
+                      .values_list("pk", "attempt"))
+        commands = run_pending_commands()
+        if not queued and not commands:
+            return ran
+        for node_id, attempt in queued:
+            run_node(node_id, attempt, "test")
+            ran += 1
+    return ran
+
+
+def nodes(workflow: WorkflowJob) -> dict[str, tuple[str, str]]:
+    """name -> (status, transition)."""
+    return {n.name: (n.status, n.transition) for n in WorkflowNode.objects.filter(workflow=workflow)}
+
+
+def test_a_fork_runs_its_paths_the_join_waits_for_all_and_a_decision_reads_the_files(tmp_path: Path) -> None:
+    """The example shape: fork of two tasks, join, decision on fs:exists, fs cleanup, end."""
+    out = tmp_path / "out"
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="left"/><path start="right"/></fork>'
+        + celery("left", "examples.touch", f"{out}/left", ok="join")
+        + celery("right", "examples.touch", f"{out}/right", ok="join")
+        + '<join name="join" to="check"/>'
+        + '<decision name="check"><switch>'
+        + f'<case to="cleanup">${{fs:exists("file://{out}/left") and fs:exists("file://{out}/right")}}</case>'
+        + '<default to="fail"/></switch></decision>'
+        + f'<action name="cleanup"><fs><delete path="file://{out}/left"/><mkdir path="file://{out}/done"/></fs>'
+        + '<ok to="end"/><error to="fail"/></action>'
+    ), start="fork")
+    workflow = submit(directory)
+    assert workflow.status == W.RUNNING
+    queued = WorkflowNode.objects.filter(workflow=workflow, status=N.PREP).values_list("name", flat=True)
+    assert sorted(queued) == ["left", "right"]  # both paths at once
+    assert drive() == 3
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    assert nodes(workflow) == {
+        ":start:": (N.OK, "fork"), "fork": (N.OK, "left,right"), "left": (N.OK, "join"), "right": (N.OK, "join"),
+        "join": (N.OK, "check"), "check": (N.OK, "cleanup"), "cleanup": (N.OK, "end"), "end": (N.OK, ""),
+    }
+    assert not (out / "left").exists() and (out / "right").exists() and (out / "done").is_dir()
+    assert WorkflowNode.objects.get(workflow=workflow, name="join").arrivals == 2
+
+
+def test_the_join_passes_once_when_one_path_arrives_before_the_other_starts(tmp_path: Path) -> None:
+    """The join stays RUNNING with one arrival, then passes with the second."""
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="a"/><path start="b"/></fork>'
+        + celery("a", "examples.noop_any", ok="join") + celery("b", "examples.noop_any", ok="join")
+        + '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory)
+    first = WorkflowNode.objects.get(workflow=workflow, name="a")
+    run_node(first.pk, first.attempt, "test")
+    join = WorkflowNode.objects.get(workflow=workflow, name="join")
+    assert (join.status, join.arrivals) == (N.RUNNING, 1)
+    drive()
+    join.refresh_from_db()
+    workflow.refresh_from_db()
+    assert (join.status, join.arrivals, workflow.status) == (N.OK, 2, W.SUCCEEDED)
+
+
+def test_an_error_takes_the_error_transition_to_a_kill_with_its_message(tmp_path: Path) -> None:
+    """A task that raises: ERROR, the error path, the kill node's EL message names the node and its error."""
+    directory = app(tmp_path, celery("needs", "examples.fail_unless", str(tmp_path / "missing"), ok="end"))
+    workflow = submit(directory)
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.KILLED
+    assert workflow.error_message.startswith("failed at needs: FileNotFoundError")
+    assert nodes(workflow)["needs"] == (N.ERROR, "fail")
+    assert nodes(workflow)["fail"][0] == N.OK
+
+
+def test_user_retry_runs_an_erroring_node_again_until_it_works(tmp_path: Path) -> None:
+    """retry-max=3, retry-interval=0: the node is USER_RETRY, runs again, and passes once its file exists."""
+    needed = tmp_path / "needed"
+    directory = app(tmp_path, celery("needs", "examples.fail_unless", str(needed), ok="end",
+                                     extra=' retry-max="3" retry-interval="0"'))
+    workflow = submit(directory)
+    node = WorkflowNode.objects.get(workflow=workflow, name="needs")
+    run_node(node.pk, node.attempt, "test")  # ERROR, retried at once (interval 0): PREP again, next attempt
+    node.refresh_from_db()
+    assert (node.status, node.user_retries, node.attempt) == (N.PREP, 1, 2)
+    needed.touch()
+    drive()
+    node.refresh_from_db()
+    workflow.refresh_from_db()
+    assert (node.status, node.user_retries, workflow.status) == (N.OK, 1, W.SUCCEEDED)
+    assert [entry["outcome"] for entry in node.history] == [N.ERROR, N.OK]
+
+
+def test_user_retries_run_out_then_the_error_transition(tmp_path: Path, settings: Any) -> None:
+    """After retry-max retries the error path is taken; a retry waits retry-interval (minutes) in USER_RETRY."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workflows.engine import due_user_retries
+
+    settings.WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS = 0.001
+    directory = app(tmp_path, celery("needs", "examples.fail_unless", str(tmp_path / "never"), ok="end",
+                                     extra=' retry-max="2" retry-interval="1"'))
+    workflow = submit(directory)
+    for _ in range(3):
+        node = WorkflowNode.objects.get(workflow=workflow, name="needs")
+        if node.status == N.USER_RETRY:
+            assert node.retry_at is not None
+            assert due_user_retries(timezone.now() + timedelta(seconds=1)) == 1
+            node.refresh_from_db()
+        run_node(node.pk, node.attempt, "test")
+    node.refresh_from_db()
+    workflow.refresh_from_db()
+    assert (node.status, node.user_retries, workflow.status) == (N.ERROR, 2, W.KILLED)
+
+
+def test_kill_during_a_fork_kills_every_running_branch(tmp_path: Path) -> None:
+    """Kill while both branches are queued: every live node KILLED, the job KILLED, nothing runs after."""
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="a"/><path start="b"/></fork>'
+        + celery("a", "examples.touch", str(tmp_path / "a"), ok="join")
+        + celery("b", "examples.touch", str(tmp_path / "b"), ok="join") + '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory)
+    first = WorkflowNode.objects.get(workflow=workflow, name="a")
+    run_node(first.pk, first.attempt, "test")
+    assert request_control(workflow.id, "kill", check=lambda _: None)
+    run_pending_commands()
+    workflow.refresh_from_db()
+    assert workflow.status == W.KILLED
+    assert nodes(workflow)["b"][0] == N.KILLED and nodes(workflow)["a"][0] == N.OK
+    assert drive() == 0 and not (tmp_path / "b").exists()
+
+
+def test_rerun_from_failed_nodes_skips_what_succeeded(tmp_path: Path) -> None:
+    """failnodes=true: the OK node keeps its single run, the failed one runs again and the job succeeds."""
+    marker, needed = tmp_path / "ran", tmp_path / "needed"
+    directory = app(tmp_path, (
+        celery("first", "examples.touch", str(marker), ok="second")
+        + celery("second", "examples.fail_unless", str(needed), ok="end")
+    ))
+    workflow = submit(directory)
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.KILLED
+    first = WorkflowNode.objects.get(workflow=workflow, name="first")
+    needed.touch()
+    marker.unlink()
+    request_rerun(workflow.id, {"oozie.wf.rerun.failnodes": "true"}, check=lambda _: None)
+    run_pending_commands()
+    drive()
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.run) == (W.SUCCEEDED, 1)
+    assert not marker.exists()  # `first` was skipped
+    again = WorkflowNode.objects.get(workflow=workflow, name="first")
+    assert (again.task_id, again.status) == (first.task_id, N.OK)
+    assert nodes(workflow)["second"] == (N.OK, "end")
+
+
+def test_rerun_refuses_what_cannot_be_skipped_and_changes_nothing(tmp_path: Path) -> None:
+    """Skipping a node that did not succeed, or rerunning a running job: one-line errors, nothing queued."""
+    from workflows.engine import WorkflowError
+
+    directory = app(tmp_path, celery("only", "examples.fail_unless", str(tmp_path / "x"), ok="end"))
+    workflow = submit(directory)
+    with pytest.raises(WorkflowError, match="only an ended job can be rerun"):
+        request_rerun(workflow.id, {}, check=lambda _: None)
+    drive()
+    with pytest.raises(WorkflowError, match="did not end OK"):
+        request_rerun(workflow.id, {"oozie.wf.rerun.skip.nodes": "only"}, check=lambda _: None)
+    with pytest.raises(WorkflowError, match="no such node"):
+        request_rerun(workflow.id, {"oozie.wf.rerun.skip.nodes": "ghost"}, check=lambda _: None)
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.run) == (W.KILLED, 0)
+    assert run_pending_commands() == 0
+
+
+def test_suspend_holds_a_transition_and_resume_takes_it(tmp_path: Path) -> None:
+    """A node that ends while the job is SUSPENDED is recorded; its transition waits for resume."""
+    directory = app(tmp_path, celery("a", "examples.noop_any", ok="b") + celery("b", "examples.noop_any", ok="end"))
+    workflow = submit(directory)
+    node = WorkflowNode.objects.get(workflow=workflow, name="a")
+    from workflows.runner import claim, record
+
+    assert claim(node.pk, node.attempt, "w") is not None
+    assert request_control(workflow.id, "suspend", check=lambda _: None)
+    run_pending_commands()
+    from workflows.runner import Outcome
+
+    assert record(node.pk, node.attempt, Outcome(N.OK)) == N.OK
+    assert "b" not in nodes(workflow)
+    assert request_control(workflow.id, "resume", check=lambda _: None)
+    run_pending_commands()
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED and nodes(workflow)["a"] == (N.OK, "b")
+
+
+def test_suspend_on_nodes_stops_before_the_named_node(tmp_path: Path) -> None:
+    """oozie.suspend.on.nodes=b: SUSPENDED with b queued, not run; resume runs it."""
+    directory = app(tmp_path, celery("a", "examples.noop_any", ok="b") + celery("b", "examples.noop_any", ok="end"))
+    workflow = submit(directory, **{"oozie_suspend_on_nodes": "b"})
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUSPENDED and nodes(workflow)["b"][0] == N.PREP
+    request_control(workflow.id, "resume", check=lambda _: None)
+    run_pending_commands()
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED
+
+
+def test_a_sub_workflow_runs_as_a_child_job_with_the_propagated_configuration(tmp_path: Path) -> None:
+    """The child gets the parent's configuration; its end ends the parent's node; a failing child takes the error path."""
+    child = app(tmp_path, celery("touch", "examples.touch", "${target}", ok="end"), name="child", wf_name="child")
+    parent_dir = app(tmp_path, (
+        f'<action name="sub"><sub-workflow><app-path>{child}</app-path><propagate-configuration/>'
+        '</sub-workflow><ok to="end"/><error to="fail"/></action>'
+    ), name="parent", wf_name="parent")
+    target = tmp_path / "made-by-child"
+    workflow = submit(parent_dir, target=str(target))
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    sub = WorkflowNode.objects.get(workflow=workflow, name="sub")
+    kid = WorkflowJob.objects.get(pk=sub.external_id)
+    assert (kid.parent_workflow_id, kid.status, sub.external_status) == (workflow.id, W.SUCCEEDED, W.SUCCEEDED)
+    assert target.exists()
+
+
+def test_killing_a_parent_kills_its_sub_workflow(tmp_path: Path) -> None:
+    """Kill reaches down the tree."""
+    child = app(tmp_path, celery("wait", "examples.noop_any", ok="end"), name="child2", wf_name="child")
+    parent_dir = app(tmp_path, (
+        f'<action name="sub"><sub-workflow><app-path>{child}</app-path></sub-workflow>'
+        '<ok to="end"/><error to="fail"/></action>'
+    ), name="parent2")
+    workflow = submit(parent_dir)
+    kid = WorkflowJob.objects.get(parent_workflow=workflow)
+    request_control(workflow.id, "kill", check=lambda _: None)
+    run_pending_commands()
+    kid.refresh_from_db()
+    workflow.refresh_from_db()
+    assert (workflow.status, kid.status) == (W.KILLED, W.KILLED)
+    assert drive() == 0
+
+
+def test_a_decision_takes_the_first_true_case_or_the_default(tmp_path: Path) -> None:
+    """The predicate reads the job's configuration through wf:conf."""
+    directory = app(tmp_path, (
+        '<decision name="d"><switch><case to="end">${wf:conf("flag") eq "yes"}</case>'
+        '<default to="fail"/></switch></decision>'
+    ))
+    yes = submit(directory, flag="yes")
+    no = submit(directory, flag="no")
+    yes.refresh_from_db()
+    no.refresh_from_db()
+    assert (yes.status, no.status) == (W.SUCCEEDED, W.KILLED)
+    assert nodes(yes)["d"] == (N.OK, "end") and nodes(no)["d"] == (N.OK, "fail")
+
+
+def test_email_action_sends_through_django_mail(tmp_path: Path, settings: Any) -> None:
+    """The email action uses Django's backend (locmem here)."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    directory = app(tmp_path, (
+        '<action name="mail"><email xmlns="uri:oozie:email-action:0.2"><to>ops@example.com</to>'
+        '<subject>workflow ${wf:id()}</subject><body>done by ${wf:user()}</body></email>'
+        '<ok to="end"/><error to="fail"/></action>'
+    ))
+    workflow = submit(directory)
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    assert [(m.to, m.subject, m.body) for m in mail.outbox] == [
+        (["ops@example.com"], f"workflow {workflow.id}", "done by wf-user")
+    ]
+
+
+def test_shell_capture_output_feeds_a_decision(tmp_path: Path, settings: Any) -> None:
+    """A shell action's captured key=value output is wf:actionData, read by the next decision."""
+    settings.WORKFLOW_SHELL_ENABLED = True
+    directory = app(tmp_path, (
+        '<action name="sh"><shell xmlns="uri:oozie:shell-action:1.0"><exec>/bin/sh</exec>'
+        '<argument>-c</argument><argument>echo rows=42</argument><capture-output/></shell>'
+        '<ok to="d"/><error to="fail"/></action>'
+        '<decision name="d"><switch><case to="end">${wf:actionData("sh")["rows"] gt 40}</case>'
+        '<default to="fail"/></switch></decision>'
+    ))
+    workflow = submit(directory)
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    assert WorkflowNode.objects.get(workflow=workflow, name="sh").data == {"rows": "42"}
+
+
+def test_a_coordinator_action_runs_a_workflow_application(tmp_path: Path) -> None:
+    """An action's app-path naming a workflow directory launches it with the action's configuration."""
+    from coordinators.choices import ActionStatus
+    from coordinators.services import submit_coordinator
+    from statusservice.tasks import input_checks
+    from tests.workflows.conftest import minute
+
+    directory = app(tmp_path, celery("t", "examples.touch", "${out}/${wf:id()}", ok="end"))
+    xml = f"""<coordinator-app name="c" frequency="${{coord:minutes(1)}}" start="{minute(-2)}" end="{minute(-1)}"
+        timezone="UTC" xmlns="uri:oozie:coordinator:0.4"><action><workflow><app-path>{directory}</app-path>
+        <configuration><property><name>out</name><value>{tmp_path}/out</value></property></configuration>
+        </workflow></action></coordinator-app>"""
+    job = submit_coordinator(xml, {}, owner=owner(), trusted=True)
+    run_pending_commands()
+    input_checks()
+    run_pending_commands()
+    drive()
+    run_pending_commands()
+    action = job.actions.get(number=1)
+    assert action.status == ActionStatus.SUCCEEDED, action.error_message
+    workflow = WorkflowJob.objects.get(pk=action.external_id)
+    assert workflow.coord_action_id == action.id and (tmp_path / "out" / workflow.id).exists()
+
+
+def test_a_coordinator_naming_a_missing_or_bad_application_is_refused(tmp_path: Path) -> None:
+    """The workflow application is read and validated at coordinator submission; nothing is stored."""
+    from coordinators.definitions import DefinitionError
+    from coordinators.models import CoordinatorJob
+    from coordinators.services import submit_coordinator
+    from tests.workflows.conftest import minute
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "workflow.xml").write_text(f'<workflow-app name="x" {WF}><start to="nowhere"/><end name="end"/></workflow-app>')
+    for path, words in ((tmp_path / "none", "no such directory"), (bad, "nowhere")):
+        xml = f"""<coordinator-app name="c" frequency="60" start="{minute(-2)}" end="{minute(60)}" timezone="UTC"
+            xmlns="uri:oozie:coordinator:0.4"><action><workflow><app-path>{path}</app-path></workflow></action>
+            </coordinator-app>"""
+        with pytest.raises(DefinitionError, match=words):
+            submit_coordinator(xml, {}, owner=owner(), trusted=True)
+    assert not CoordinatorJob.objects.exists()
+
+
+@pytest.mark.parametrize("verb", ["run", "submit"])
+def test_the_cli_runs_or_submits_a_workflow_and_reports_it(tmp_path: Path, verb: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """manage.py job -run|-submit -config job.properties with oozie.wf.application.path; -info and -start."""
+    from django.core.management import call_command
+
+    owner()
+    directory = app(tmp_path, celery("t", "examples.noop_any", ok="end"))
+    config = tmp_path / "job.properties"
+    config.write_text(f"oozie.wf.application.path={directory.name}\n")
+    call_command("job", f"-{verb}", "-config", str(config), "-user", "wf-user")
+    job_id = capsys.readouterr().out.strip().removeprefix("job: ")
+    workflow = WorkflowJob.objects.get(pk=job_id)
+    assert workflow.status == (W.RUNNING if verb == "run" else W.PREP)
+    if verb == "submit":
+        call_command("job", "-start", job_id, "-user", "wf-user")
+        run_pending_commands()
+    drive()
+    call_command("job", "-info", job_id, "-user", "wf-user")
+    out = capsys.readouterr().out
+    assert "Status        : SUCCEEDED" in out and f"{job_id}@t" in out
+
+
+def test_a_bad_application_is_refused_by_the_cli_with_one_line_and_nothing_stored(tmp_path: Path) -> None:
+    """A Hadoop action is refused at submission, naming the node."""
+    from django.core.management import CommandError, call_command
+
+    owner()
+    directory = tmp_path / "hadoop"
+    directory.mkdir()
+    (directory / "workflow.xml").write_text(
+        f'<workflow-app name="h" {WF}><start to="mr"/><action name="mr"><map-reduce>'
+        '<resource-manager>rm</resource-manager><name-node>nn</name-node></map-reduce>'
+        '<ok to="end"/><error to="end"/></action><end name="end"/></workflow-app>'
+    )
+    config = tmp_path / "job.properties"
+    config.write_text(f"oozie.wf.application.path={directory}\n")
+    with pytest.raises(CommandError) as raised:
+        call_command("job", "-run", "-config", str(config), "-user", "wf-user")
+    assert "mr" in str(raised.value) and "\n" not in str(raised.value)
+    assert not WorkflowJob.objects.exists()
+
+
+
+def test_an_el_error_when_entering_a_node_fails_the_job_naming_it(tmp_path: Path) -> None:
+    """A predicate that cannot be evaluated (a number compared with text): FAILED, EL_ERROR, the node named."""
+    directory = app(tmp_path, (
+        '<decision name="d"><switch><case to="end">${wf:conf("size") gt 3}</case>'
+        '<default to="fail"/></switch></decision>'
+    ))
+    workflow = submit(directory, size="large")
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.error_code) == (W.FAILED, "EL_ERROR")
+    assert workflow.error_message.startswith("node d:")

@@ -1,0 +1,94 @@
+"""The Celery task action (`<celery xmlns="uri:oozie:celery-action:0.1">`): a named task called in this worker.
+
+Only tasks KEYED_JOB_ALLOWED_TASKS allows (the rule of keyed jobs: glob patterns, never a
+command's task) and that this worker has registered. The task gets the action's args and
+kwargs; a task written for `task:` applications (parameters `configuration`, `nominal_time`)
+also gets those, unless the action passes them. A returned map becomes the node's action
+data (wf:actionData), at most WORKFLOW_MAX_OUTPUT_DATA bytes as properties.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
+from workflows.actions.data import over_limit, properties_text
+from workflows.actions.options import max_output_data
+
+INJECTED = ("configuration", "nominal_time")
+
+
+def _app() -> Any:
+    from project.celery import app
+
+    return app
+
+
+def task_refusal(task_name: str) -> str:
+    """Why this task may not run as a workflow action ('' when it may): the keyed-job rule, then registration."""
+    from django.conf import settings
+
+    patterns = [str(pattern) for pattern in getattr(settings, "KEYED_JOB_ALLOWED_TASKS", [])]
+    if not any(fnmatch.fnmatchcase(task_name, pattern) for pattern in patterns):
+        return f"task {task_name!r} is not allowed (KEYED_JOB_ALLOWED_TASKS: {', '.join(patterns) or 'none'})"
+    if task_name.endswith("XCommand"):
+        return f"{task_name!r} is a command's task; commands cannot be workflow actions"
+    app = _app()
+    if task_name not in app.tasks:
+        app.loader.import_default_modules()  # a module named by CELERY_IMPORTS not imported yet
+    if task_name not in app.tasks:
+        return f"no Celery task named {task_name!r} is registered"
+    return ""
+
+
+def _injected(task: Any, args: list[Any], kwargs: dict[str, Any], context: ActionContext) -> dict[str, Any]:
+    """kwargs plus configuration / nominal_time for tasks that take them and were not given them."""
+    try:
+        parameters = list(inspect.signature(task.run).parameters.values())
+    except (TypeError, ValueError):
+        return kwargs
+    values = {"configuration": dict(context.configuration), "nominal_time": context.nominal_time}
+    extra = dict(kwargs)
+    for position, parameter in enumerate(parameters):
+        if parameter.name not in INJECTED or parameter.name in extra:
+            continue
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY or (
+            parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and position >= len(args)
+        ):
+            extra[parameter.name] = values[parameter.name]
+    return extra
+
+
+def _data(value: Any) -> dict[str, str]:
+    """A returned map of names to scalars, as strings; anything else is no data."""
+    if not isinstance(value, Mapping):
+        return {}
+    scalar = (str, int, float, bool)
+    return {
+        str(key): (("true" if item else "false") if isinstance(item, bool) else str(item))
+        for key, item in value.items() if isinstance(item, scalar)
+    }
+
+
+def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
+    """Call the task: OK with its data; ERROR with the exception's class name as code; FAILED when refused."""
+    from workflows.settings import is_transient
+
+    task_name = str(spec.get("task", "")).strip()
+    refusal = task_refusal(task_name) if task_name else "the celery action names no task"
+    if refusal:
+        return failed("E0TASK", f"celery action [{context.node_name}]: {refusal}")
+    task = _app().tasks[task_name]
+    args = list(spec.get("args", ()))
+    kwargs = _injected(task, args, {str(k): v for k, v in dict(spec.get("kwargs", {})).items()}, context)
+    try:
+        value = task(*args, **kwargs)
+    except Exception as exc:  # the task's own failure, or an infrastructure error it met
+        return error(type(exc).__name__[:64], exception_text(exc), transient=is_transient(exc), external_status="FAILED")
+    data = _data(value)
+    if message := over_limit(len(properties_text(data).encode("utf-8")), max_output_data()):
+        return error("OUTPUT_LIMIT", message, external_status="FAILED")
+    return ActionResult(OK, data=data, external_status="SUCCEEDED")

@@ -1,0 +1,37 @@
+"""Reading a workflow application (workflow.xml and its config-default.xml) from fsspec storage, under the roots."""
+
+from __future__ import annotations
+
+from coordinators.definitions.config import parse_hadoop_configuration
+from coordinators.definitions.errors import ApplicationUnreadableError
+
+APP_PATH_PROPERTY = "oozie.wf.application.path"
+CONFIG_DEFAULT = "config-default.xml"
+MAX_CONFIG_DEFAULT_BYTES = 1_048_576
+
+
+def load_application(app_path: str, *, trusted: bool) -> tuple[str, dict[str, str]]:
+    """(workflow.xml text, config-default.xml values or {}) of a directory or a workflow.xml path.
+
+    Same checks as coordinator applications (coordinators.sources.read_application): protocols
+    and, unless trusted (the CLI on the server), the application roots, before storage is touched.
+    config-default.xml is read next to workflow.xml when it exists (Oozie's SubmitXCommand).
+    """
+    import fsspec
+
+    # coordinators.sources reads Django settings: imported here, so the package itself stays pure
+    from coordinators.sources import read_application
+
+    xml, app_dir = read_application(
+        app_path, trusted=trusted, filename="workflow.xml", what="workflow application", prop=APP_PATH_PROPERTY,
+    )
+    location = app_dir.rstrip("/") + "/" + CONFIG_DEFAULT
+    try:
+        fs, path = fsspec.core.url_to_fs(location)
+        if not fs.exists(path):
+            return xml, {}
+        with fs.open(path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_DEFAULT_BYTES + 1)
+    except (OSError, ValueError, ImportError) as exc:
+        raise ApplicationUnreadableError(f"cannot read {location}: {exc}", source=location) from None
+    return xml, parse_hadoop_configuration(data, location)

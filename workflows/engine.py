@@ -1,0 +1,545 @@
+"""Workflow applications on the runtime: entering nodes, advancing the DAG when a node ends, ending the job.
+
+Every transition happens in the transaction that records the event causing it, with the
+workflow row locked (docs/adr/0020-workflow-applications.md):
+
+- start (a verb, or a coordinator action's launch): the `:start:` node, then the first node;
+- a node's end (the worker's report, recovery giving up on a lost worker, a sub-workflow's
+  end): its transition (`ok`, `error`, user retry), then the nodes it leads to.
+
+Control nodes (decision, fork, join, kill, end) are evaluated there and recorded as nodes
+that are OK at once (a join waits, RUNNING, until every path of its fork reached it). An
+action node is stored PREP with its EL evaluated and its message sent after commit; a
+worker claims it (`workflows.runner`). A sub-workflow node starts a child workflow job whose
+end ends the node. Because the workflow row is locked, two fork branches ending at once
+are advanced one after the other: a join counts each arrival once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+
+from workflows.choices import (
+    NODE_LIVE,
+    NODE_TERMINAL,
+    WORKFLOW_TERMINAL,
+    NodeStatus,
+    WorkflowStatus,
+)
+from workflows.definitions.model import NodeDef, PreparedWorkflow, WorkflowDefinition
+from workflows.models import WorkflowJob, WorkflowNode
+
+log = logging.getLogger(__name__)
+
+#: The type a control node is stored with (Oozie's names, as its clients show them).
+CONTROL_TYPES = {"start": ":START:", "end": ":END:", "kill": ":KILL:", "fork": ":FORK:", "join": ":JOIN:",
+                 "decision": "switch"}
+START_NODE = ":start:"
+SUSPEND_ON_NODES = "oozie.suspend.on.nodes"
+SKIP_NODES = "oozie.wf.rerun.skip.nodes"
+MAX_SUB_WORKFLOW_DEPTH = 20
+RUN_TASK_QUEUE_OF = {"celery": "task"}
+
+
+class WorkflowError(ValueError):
+    """A verb or submission on workflow applications that cannot be done (its message says why)."""
+
+
+# ---- creating and starting -----------------------------------------------------------------
+
+
+def create_job(
+    prepared: PreparedWorkflow,
+    *,
+    now: datetime,
+    owner_id: int | None = None,
+    group: str = "",
+    coord_action_id: str | None = None,
+    run: int = 0,
+    nominal_time: datetime | None = None,
+    parent: WorkflowNode | None = None,
+    start: bool = True,
+) -> WorkflowJob:
+    """Store a workflow job of an application (PREP), and start it unless asked not to (caller's transaction)."""
+    from workflows.ids import next_workflow_ids
+
+    workflow = WorkflowJob.objects.create(
+        id=next_workflow_ids(1)[0],
+        app_name=prepared.definition.name,
+        app_path=prepared.app_path,
+        owner_id=owner_id,
+        group=group,
+        coord_action_id=coord_action_id,
+        run=run,
+        configuration=dict(prepared.configuration),
+        nominal_time=nominal_time,
+        status=WorkflowStatus.PREP,
+        created_at=now,
+        definition=prepared.definition.to_json(),
+        app_xml=prepared.xml,
+        parent_workflow=parent.workflow if parent is not None else None,
+        parent_node=parent.id if parent is not None else "",
+    )
+    if start:
+        start_job(workflow, now)
+    return workflow
+
+
+def failed_launch(app_path: str, configuration: Mapping[str, str], error: str, *, now: datetime,
+                  owner_id: int | None = None, coord_action_id: str | None = None, run: int = 0,
+                  nominal_time: datetime | None = None) -> WorkflowJob:
+    """A launch whose application was refused: a FAILED job whose `:start:` node says why; the parent is told."""
+    from workflows import parents
+    from workflows.ids import next_workflow_ids
+
+    workflow = WorkflowJob.objects.create(
+        id=next_workflow_ids(1)[0], app_name=app_path.rstrip("/").rsplit("/", 1)[-1] or app_path, app_path=app_path,
+        owner_id=owner_id, coord_action_id=coord_action_id, run=run, configuration=dict(configuration),
+        nominal_time=nominal_time, status=WorkflowStatus.FAILED, created_at=now, started_at=now, ended_at=now,
+        error_code="E0701", error_message=error[:4000],
+    )
+    node = _control(workflow, START_NODE, "start", now, status=NodeStatus.FAILED, error=("E0701", error[:4000]))
+    log.warning("workflow %s FAILED at launch: %s", workflow.id, error)
+    parents.ended(workflow, node)
+    return workflow
+
+
+def start_job(workflow: WorkflowJob, now: datetime) -> None:
+    """PREP -> RUNNING: the `:start:` node, then the first node (caller's transaction, row locked or new)."""
+    definition = definition_of(workflow)
+    workflow.transition_to(WorkflowStatus.RUNNING)
+    workflow.started_at = now
+    workflow.save(update_fields=["status", "started_at", "last_modified"])
+    _control(workflow, START_NODE, "start", now, transition=definition.start)
+    _enter(workflow, definition, definition.start, now)
+
+
+def definition_of(workflow: WorkflowJob) -> WorkflowDefinition:
+    """The stored definition of an application's workflow job."""
+    return WorkflowDefinition.from_json(workflow.definition)
+
+
+def is_application(workflow: WorkflowJob) -> bool:
+    """Whether the job runs a workflow.xml (not a one-task or batch run)."""
+    return bool(workflow.definition)
+
+
+# ---- the EL state ----------------------------------------------------------------------------
+
+
+def _callback_base() -> str:
+    """Where wf:callback() points: the service's public address (SLA_ADMIN_BASE_URL) and /oozie/callback."""
+    from django.conf import settings
+
+    return str(getattr(settings, "SLA_ADMIN_BASE_URL", "") or "http://localhost:8000").rstrip("/") + "/oozie/callback"
+
+
+def el_state(workflow: WorkflowJob, current: str = "") -> Any:
+    """The `wf:` state of the job now: its fields and every node's transition, errors and data."""
+    from workflows.el import NodeState, WorkflowState
+
+    nodes = list(workflow.nodes.order_by("ended_at", "id"))
+    errors = [n for n in nodes if n.status in (NodeStatus.ERROR, NodeStatus.FAILED, NodeStatus.USER_RETRY)]
+    owner = workflow.owner.get_username() if workflow.owner_id and workflow.owner else ""
+    return WorkflowState(
+        id=workflow.id,
+        name=workflow.app_name,
+        app_path=workflow.app_path,
+        conf=dict(workflow.configuration),
+        user=owner,
+        group=workflow.group,
+        run=workflow.run,
+        callback_base=_callback_base(),
+        last_error_node=errors[-1].name if errors else "",
+        nodes={
+            n.name: NodeState(
+                transition=n.transition, error_code=n.error_code, error_message=n.error_message,
+                external_id=n.external_id, external_status=n.external_status,
+                data={str(k): str(v) for k, v in (n.data or {}).items()},
+            )
+            for n in nodes
+        },
+        current_node=current,
+    )
+
+
+# ---- entering nodes --------------------------------------------------------------------------
+
+
+def _node_id(workflow: WorkflowJob, name: str) -> str:
+    return f"{workflow.id}@{name}"
+
+
+def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, transition: str = "",
+             status: str = NodeStatus.OK, arrivals: int = 0, error: tuple[str, str] = ("", "")) -> WorkflowNode:
+    """Record a control node (created, or reset on a rerun) as it was passed."""
+    node, _ = WorkflowNode.objects.update_or_create(
+        id=_node_id(workflow, name),
+        defaults={
+            "workflow": workflow, "name": name, "type": CONTROL_TYPES[kind], "task_name": "", "queue": "",
+            "status": status, "transition": transition, "started_at": now,
+            "ended_at": now if status in NODE_TERMINAL else None, "arrivals": arrivals,
+            "error_code": error[0], "error_message": error[1],
+        },
+    )
+    return node
+
+
+def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now: datetime) -> None:
+    """Execute node `name`: control nodes at once, action nodes by sending them to a worker."""
+    from workflows.el import evaluate_predicate, evaluate_text
+
+    if workflow.status != WorkflowStatus.RUNNING:
+        return  # another path ended the job (a kill or the end) in this transaction
+    node = definition.nodes[name]
+    try:
+        if node.kind == "end":
+            _control(workflow, name, "end", now)
+            finish(workflow, WorkflowStatus.SUCCEEDED, now)
+        elif node.kind == "kill":
+            message = evaluate_text(node.message, el_state(workflow, name)) if node.message else ""
+            _control(workflow, name, "kill", now, error=(name, message))
+            finish(workflow, WorkflowStatus.KILLED, now, error=(name, message or f"killed by node {name}"))
+        elif node.kind == "decision":
+            state = el_state(workflow, name)
+            target = next((to for predicate, to in node.cases if evaluate_predicate(predicate, state)), node.default)
+            _control(workflow, name, "decision", now, transition=target)
+            _enter(workflow, definition, target, now)
+        elif node.kind == "fork":
+            _control(workflow, name, "fork", now, transition=",".join(node.to))
+            for path in node.to:
+                _enter(workflow, definition, path, now)
+        elif node.kind == "join":
+            _arrive(workflow, definition, node, now)
+        else:
+            _enter_action(workflow, definition, node, now)
+    except Exception as exc:  # an EL error (a decision, a kill message, an action's spec): the job FAILS
+        if isinstance(exc, transaction.TransactionManagementError):
+            raise
+        from django.db import DatabaseError
+
+        if isinstance(exc, DatabaseError):
+            raise
+        log.warning("workflow %s: node %s failed to run: %s", workflow.id, name, exc)
+        code = "EL_ERROR" if type(exc).__module__.startswith("coordinators.el") else type(exc).__name__[:64]
+        if node.kind == "action":
+            row = _reset_action(workflow, node, now, status=NodeStatus.FAILED)
+            row.error_code, row.error_message, row.ended_at = code, str(exc)[:4000], now
+            row.save(update_fields=["error_code", "error_message", "ended_at"])
+        finish(workflow, WorkflowStatus.FAILED, now, error=(code, f"node {name}: {exc}"))
+
+
+def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> None:
+    """One fork path reached the join: count it; the last one passes through."""
+    fork = next((f for f, j in definition.forks.items() if j == node.name), None)
+    expected = len(definition.nodes[fork].to) if fork else 1
+    row = WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, node.name)).first()
+    arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
+    if arrivals < expected:
+        _control(workflow, node.name, "join", now, status=NodeStatus.RUNNING, arrivals=arrivals)
+        return
+    _control(workflow, node.name, "join", now, transition=node.to[0], arrivals=arrivals)
+    _enter(workflow, definition, node.to[0], now)
+
+
+def _skipped(workflow: WorkflowJob) -> set[str]:
+    return {n.strip() for n in str(workflow.configuration.get(SKIP_NODES, "")).split(",") if n.strip()}
+
+
+def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> None:
+    from workflows.el import resolve_spec
+
+    existing = WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).first()
+    if existing is not None and existing.status == NodeStatus.OK and node.name in _skipped(workflow):
+        # A rerun skips what ran well (spec 10): the node keeps its run and its transition is taken again.
+        log.info("workflow %s: node %s skipped (rerun)", workflow.id, node.name)
+        existing.transition = node.to[0]
+        existing.save(update_fields=["transition"])
+        _enter(workflow, definition, node.to[0], now)
+        return
+    suspend_on = {n.strip() for n in str(workflow.configuration.get(SUSPEND_ON_NODES, "")).split(",") if n.strip()}
+    if node.action_type == "sub-workflow":
+        _start_sub_workflow(workflow, node, now)
+        return
+    spec = resolve_spec(node.spec, el_state(workflow, node.name))
+    row = _reset_action(workflow, node, now, status=NodeStatus.PREP, spec=spec)
+    if node.name in suspend_on or "*" in suspend_on:
+        # Spec 20: the job suspends before this node runs; resume sends it.
+        workflow.transition_to(WorkflowStatus.SUSPENDED)
+        workflow.save(update_fields=["status", "last_modified"])
+        log.info("workflow %s suspended on node %s (%s)", workflow.id, node.name, SUSPEND_ON_NODES)
+        return
+    from workflows.launch import dispatch_on_commit
+
+    dispatch_on_commit(row)
+
+
+def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status: str,
+                  spec: Mapping[str, Any] | None = None) -> WorkflowNode:
+    """The action node's row, new or reset for a new run (a rerun, or a path taken again)."""
+    from workflows.launch import queue_of
+    from workflows.settings import max_launches
+
+    task_id = str(uuid.uuid4())
+    task = str((spec or {}).get("task", "")) if node.action_type == "celery" else ""
+    row, _ = WorkflowNode.objects.update_or_create(
+        id=_node_id(workflow, node.name),
+        defaults={
+            "workflow": workflow, "name": node.name, "type": node.action_type, "task_name": task,
+            "queue": queue_of(task or "workflows.run"), "status": status, "attempt": 1,
+            "max_attempts": max_launches(), "task_id": task_id, "task_ids": [task_id], "worker": "",
+            "lease_expires_at": None, "dispatched_at": now, "dispatches": 1 if status == NodeStatus.PREP else 0,
+            "started_at": None, "ended_at": None, "error_code": "", "error_message": "", "history": [],
+            "spec": dict(spec or {}), "transition": "", "data": {}, "external_id": "", "external_status": "",
+            "user_retries": 0, "retry_at": None,
+        },
+    )
+    row.workflow = workflow
+    return row
+
+
+def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> None:
+    """Start the child job of a sub-workflow node; the node runs until the child ends (its end ends it)."""
+    from workflows.definitions.loader import load_application
+    from workflows.definitions.submission import prepare_workflow
+    from workflows.el import resolve_spec
+
+    row = _reset_action(workflow, node, now, status=NodeStatus.RUNNING)
+    row.started_at = now
+    depth, parent = 0, workflow
+    while parent.parent_workflow_id:
+        depth += 1
+        parent = WorkflowJob.objects.get(pk=parent.parent_workflow_id)
+    try:
+        if depth >= MAX_SUB_WORKFLOW_DEPTH:
+            raise WorkflowError(f"sub-workflows nest deeper than {MAX_SUB_WORKFLOW_DEPTH} levels")
+        spec = resolve_spec(node.spec, el_state(workflow, node.name))
+        configuration: dict[str, str] = {}
+        if spec.get("propagate_configuration"):
+            configuration.update({k: v for k, v in workflow.configuration.items() if k != SKIP_NODES})
+        configuration.update({str(k): str(v) for k, v in (spec.get("configuration") or {}).items()})
+        app_path = relative_to(str(spec["app_path"]), workflow.app_path)
+        configuration["oozie.wf.application.path"] = app_path
+        xml, defaults = load_application(app_path, trusted=False)
+        prepared = prepare_workflow(xml, configuration, app_path=app_path, config_default=defaults)
+    except Exception as exc:  # a child that cannot be submitted: the node ERRORs (its error transition)
+        from django.db import DatabaseError
+
+        if isinstance(exc, DatabaseError):
+            raise
+        from workflows.runner import Outcome, end_node
+
+        row.spec = dict(node.spec)
+        row.save(update_fields=["spec", "started_at"])
+        end_node(row, Outcome(NodeStatus.ERROR, "E0SUBWF", f"sub-workflow not started: {exc}"[:4000]), now)
+        return
+    row.spec = spec
+    child = create_job(prepared, now=now, owner_id=workflow.owner_id, group=workflow.group, parent=row, start=False)
+    row.external_id = child.id
+    row.external_status = WorkflowStatus.RUNNING
+    row.save(update_fields=["spec", "external_id", "external_status", "started_at"])
+    start_job(child, now)
+
+
+# ---- a node ended ------------------------------------------------------------------------------
+
+
+def node_ended(node: WorkflowNode, now: datetime) -> None:
+    """Take the ended node's transition (caller's transaction; the node row is locked and saved)."""
+    workflow = WorkflowJob.objects.select_for_update().get(pk=node.workflow_id)
+    node.workflow = workflow
+    if workflow.status == WorkflowStatus.SUSPENDED:
+        log.info("node %s ended %s while workflow %s is SUSPENDED; its transition waits for resume",
+                 node.id, node.status, workflow.id)
+        return
+    if workflow.status != WorkflowStatus.RUNNING:
+        return  # the job ended meanwhile (killed, or another path reached the end)
+    definition = definition_of(workflow)
+    spec = definition.nodes[node.name]
+    if node.status == NodeStatus.ERROR and node.user_retries < spec.retry_max:
+        _user_retry(node, spec, now)
+        return
+    if node.status == NodeStatus.OK:
+        target = spec.to[0]
+    elif node.status == NodeStatus.ERROR:
+        target = spec.error_to
+    else:  # FAILED or KILLED: the job ends so (Oozie fails the job on an action's FAILED)
+        status = WorkflowStatus.KILLED if node.status == NodeStatus.KILLED else WorkflowStatus.FAILED
+        finish(workflow, status, now, error=(node.error_code, f"node {node.name}: {node.error_message}"))
+        return
+    node.transition = target
+    node.save(update_fields=["transition"])
+    _enter(workflow, definition, target, now)
+
+
+def _user_retry(node: WorkflowNode, spec: NodeDef, now: datetime) -> None:
+    """ERROR with user retries left (spec 18): USER_RETRY, run again after retry-interval minutes."""
+    from workflows.settings import user_retry_interval
+
+    node.transition_to(NodeStatus.USER_RETRY)
+    node.user_retries += 1
+    node.max_attempts += 1  # a user retry is a launch of its own, not one of the lost-worker allowance
+    node.retry_at = now + timedelta(seconds=spec.retry_interval * user_retry_interval())
+    node.save(update_fields=["status", "user_retries", "max_attempts", "retry_at"])
+    log.info("workflow node %s ERROR (%s); user retry %s of %s at %s", node.id, node.error_code,
+             node.user_retries, spec.retry_max, node.retry_at.isoformat())
+    if node.retry_at <= now:
+        retry_now(node, now)
+
+
+def retry_now(node: WorkflowNode, now: datetime) -> None:
+    """Launch a USER_RETRY node again (the caller holds its row)."""
+    from workflows.launch import relaunch
+
+    node.retry_at = None
+    node.save(update_fields=["retry_at"])
+    relaunch(node, now)
+
+
+def due_user_retries(now: datetime, limit: int = 500) -> int:
+    """Launch again the USER_RETRY nodes whose time came, of running workflows (recovery)."""
+    from project.locking import skip_locked
+
+    launched = 0
+    with transaction.atomic():
+        rows = skip_locked(
+            WorkflowNode.objects.filter(status=NodeStatus.USER_RETRY, retry_at__lte=now,
+                                        workflow__status=WorkflowStatus.RUNNING).order_by("retry_at")
+        )[:limit]
+        for node in rows:
+            retry_now(node, now)
+            launched += 1
+    return launched
+
+
+def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[str, str] = ("", "")) -> None:
+    """End the job: live nodes and sub-workflows killed, the parent told (caller's transaction, row locked)."""
+    from workflows import parents
+    from workflows.services import kill_nodes
+
+    kill_nodes(workflow.id, now, reason=f"workflow {status}")
+    children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow.id)
+                    .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True))
+    for child in children:
+        kill_tree(child, now, reason=f"parent workflow {workflow.id} {status}")
+    workflow.transition_to(status)
+    workflow.ended_at = now
+    if status != WorkflowStatus.SUCCEEDED:
+        workflow.error_code, workflow.error_message = error[0][:64], error[1]
+    workflow.save(update_fields=["status", "ended_at", "error_code", "error_message", "last_modified"])
+    log.info("workflow %s %s%s", workflow.id, status, f": {error[1]}" if error[1] else "")
+    last = workflow.nodes.order_by("-ended_at", "-id").first()
+    if workflow.parent_node:
+        sub_workflow_ended(workflow, now)
+    elif last is not None:
+        parents.ended(workflow, last)
+
+
+def kill_tree(workflow_id: str, now: datetime, reason: str) -> None:
+    """Kill a job and its sub-workflows (caller's transaction)."""
+    from workflows.services import kill_workflows
+
+    children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow_id)
+                    .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True))
+    for child in children:
+        kill_tree(child, now, reason)
+    kill_workflows([workflow_id], now, reason=reason)
+
+
+def relative_to(app_path: str, parent: str) -> str:
+    """A sub-workflow's app-path: a relative one is relative to the parent application's directory."""
+    import posixpath
+
+    path = app_path.strip()
+    if not path or "://" in path or path.startswith("/") or not parent:
+        return path
+    if "://" in parent:
+        scheme, rest = parent.rstrip("/").split("://", 1)
+        return f"{scheme}://{posixpath.normpath(posixpath.join(rest, path))}"
+    return posixpath.normpath(posixpath.join(parent.rstrip("/"), path))
+
+
+def sub_workflow_ended(child: WorkflowJob, now: datetime) -> None:
+    """A sub-workflow ended: its node in the parent ends so (OK when it SUCCEEDED, else ERROR)."""
+    from workflows.runner import Outcome, end_node
+
+    node = (WorkflowNode.objects.select_for_update().select_related("workflow")
+            .filter(pk=child.parent_node, status=NodeStatus.RUNNING, external_id=child.id).first())
+    if node is None:
+        return  # the parent node moved on (killed, rerun)
+    node.external_status = child.status
+    node.save(update_fields=["external_status"])
+    if child.status == WorkflowStatus.SUCCEEDED:
+        outcome = Outcome(NodeStatus.OK)
+    else:
+        outcome = Outcome(NodeStatus.ERROR, child.error_code or child.status,
+                          child.error_message or f"sub-workflow {child.id} {child.status}")
+    end_node(node, outcome, now)
+
+
+# ---- resume and rerun -------------------------------------------------------------------------------
+
+
+def resumed(workflow: WorkflowJob, nodes: list[WorkflowNode], now: datetime) -> None:
+    """After SUSPENDED -> RUNNING: the transitions held while suspended are taken now."""
+    from workflows.launch import dispatch_on_commit
+
+    for node in nodes:
+        node.workflow = workflow
+        if node.status == NodeStatus.PREP:
+            node.dispatched_at, node.dispatches = now, node.dispatches + 1
+            node.save(update_fields=["dispatched_at", "dispatches"])
+            dispatch_on_commit(node)
+    held = [n for n in nodes if n.status in NODE_TERMINAL and not n.transition and n.type not in CONTROL_TYPES.values()]
+    for node in sorted(held, key=lambda n: (n.ended_at or now, n.id)):
+        workflow.refresh_from_db(fields=["status"])
+        if workflow.status != WorkflowStatus.RUNNING:
+            return
+        node.workflow = workflow
+        node_ended(node, now)
+
+
+def check_rerun(workflow: WorkflowJob, *, skip_nodes: list[str] | None, fail_nodes: bool) -> set[str]:
+    """The nodes a rerun skips; WorkflowError when the rerun cannot be done (nothing changed)."""
+    if workflow.status not in WORKFLOW_TERMINAL:
+        raise WorkflowError(f"workflow {workflow.id} is {workflow.status}: only an ended job can be rerun")
+    definition = definition_of(workflow)
+    actions = {n.name for n in definition.nodes.values() if n.kind == "action"}
+    ok = set(workflow.nodes.filter(status=NodeStatus.OK, name__in=sorted(actions)).values_list("name", flat=True))
+    if fail_nodes and skip_nodes:
+        raise WorkflowError("give either oozie.wf.rerun.failnodes or oozie.wf.rerun.skip.nodes, not both")
+    skipped = ok if fail_nodes else set(skip_nodes or ())
+    unknown = sorted(skipped - set(definition.nodes))
+    if unknown:
+        raise WorkflowError(f"skip-nodes {', '.join(unknown)}: no such node in workflow {workflow.id}")
+    not_ok = sorted(skipped - ok)
+    if not_ok:
+        raise WorkflowError(f"skip-nodes {', '.join(not_ok)} did not end OK: only nodes that succeeded can be skipped")
+    return skipped
+
+
+def rerun(workflow: WorkflowJob, now: datetime, *, configuration: Mapping[str, str] | None = None,
+          skip_nodes: list[str] | None = None, fail_nodes: bool = False) -> None:
+    """Run an ended job again (spec 10): with skip-nodes, or from its failed nodes (caller's transaction, row locked).
+
+    Nodes that ended OK and are skipped keep their run; every other node runs again.
+    """
+    skipped = check_rerun(workflow, skip_nodes=skip_nodes, fail_nodes=fail_nodes)
+    conf = dict(workflow.configuration)
+    conf.update(configuration or {})
+    conf[SKIP_NODES] = ",".join(sorted(skipped))
+    workflow.configuration = conf
+    workflow.nodes.exclude(name__in=sorted(skipped)).exclude(status__in=sorted(NODE_LIVE)).delete()
+    workflow.status = WorkflowStatus.PREP  # the table has no way back from an end; a rerun is a new run
+    workflow.run += 1
+    workflow.ended_at = None
+    workflow.error_code, workflow.error_message = "", ""
+    workflow.save(update_fields=["configuration", "status", "run", "ended_at", "error_code", "error_message",
+                                 "last_modified"])
+    start_job(workflow, now)
