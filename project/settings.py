@@ -196,6 +196,10 @@ WORKFLOW_REPORT_RETRY_SECONDS = env_int("WORKFLOW_REPORT_RETRY_SECONDS", 600)
 # A task that raises an infrastructure error (database or broker connection lost, a timeout)
 # is launched again while launches remain; false: every exception is the task's final error.
 WORKFLOW_RETRY_TRANSIENT_ERRORS = env_bool("WORKFLOW_RETRY_TRANSIENT_ERRORS", True)
+# Workflow notifications (oozie.wf.workflow.notification.url, oozie.wf.action.notification.url):
+# each HTTP GET is tried again WORKFLOW_NOTIFICATION_RETRIES times, WORKFLOW_NOTIFICATION_RETRY_SECONDS apart.
+WORKFLOW_NOTIFICATION_RETRIES = env_int("WORKFLOW_NOTIFICATION_RETRIES", 3)
+WORKFLOW_NOTIFICATION_RETRY_SECONDS = env_int("WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10)
 # Workflow actions (ADR 0022). Storage a workflow touches (fs actions, prepare, fs: functions,
 # e-mail attachments) lies under WORKFLOW_FS_ROOTS: workers act with the service's rights.
 # Shell actions run programs on the workers: off unless enabled; killed after the timeout.

@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db import transaction
 
+from workflows import notifications
 from workflows.choices import (
     NODE_LIVE,
     NODE_TERMINAL,
@@ -116,6 +117,7 @@ def start_job(workflow: WorkflowJob, now: datetime) -> None:
     workflow.transition_to(WorkflowStatus.RUNNING)
     workflow.started_at = now
     workflow.save(update_fields=["status", "started_at", "last_modified"])
+    notifications.job_changed(workflow)
     _control(workflow, START_NODE, "start", now, transition=definition.start)
     _enter(workflow, definition, definition.start, now)
 
@@ -210,6 +212,7 @@ def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now
             state = el_state(workflow, name)
             target = next((to for predicate, to in node.cases if evaluate_predicate(predicate, state)), node.default)
             _control(workflow, name, "decision", now, transition=target)
+            notifications.node_changed(workflow, name, transition=target)
             _enter(workflow, definition, target, now)
         elif node.kind == "fork":
             _control(workflow, name, "fork", now, transition=",".join(node.to))
@@ -273,6 +276,7 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
         # Spec 20: the job suspends before this node runs; resume sends it.
         workflow.transition_to(WorkflowStatus.SUSPENDED)
         workflow.save(update_fields=["status", "last_modified"])
+        notifications.job_changed(workflow)
         log.info("workflow %s suspended on node %s (%s)", workflow.id, node.name, SUSPEND_ON_NODES)
         return
     from workflows.launch import dispatch_on_commit
@@ -375,6 +379,7 @@ def node_ended(node: WorkflowNode, now: datetime) -> None:
         return
     node.transition = target
     node.save(update_fields=["transition"])
+    notifications.node_changed(workflow, node.name, transition=target)
     _enter(workflow, definition, target, now)
 
 
@@ -433,6 +438,7 @@ def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[st
     if status != WorkflowStatus.SUCCEEDED:
         workflow.error_code, workflow.error_message = error[0][:64], error[1]
     workflow.save(update_fields=["status", "ended_at", "error_code", "error_message", "last_modified"])
+    notifications.job_changed(workflow)
     log.info("workflow %s %s%s", workflow.id, status, f": {error[1]}" if error[1] else "")
     last = workflow.nodes.order_by("-ended_at", "-id").first()
     if workflow.parent_node:

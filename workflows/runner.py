@@ -85,6 +85,10 @@ def run_node(node_id: str, attempt: int, hostname: str = "") -> str:
     with contextlib.suppress(DatabaseError):  # a display nicety: the parent sees RUNNING
         with transaction.atomic():
             parents.started(workflow, node)
+            if workflow.definition:
+                from workflows import notifications
+
+                notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
     _current.run = (node.id, attempt)
     try:
         with lease(NODE_LEASE, node.id, attempt):

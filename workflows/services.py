@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
+from workflows import notifications
 from workflows.choices import (
     NODE_LIVE,
     NODE_TERMINAL,
@@ -102,9 +103,13 @@ def kill_workflows(workflow_ids: Iterable[str], now: datetime, reason: str = "ki
     list(WorkflowJob.objects.select_for_update().filter(pk__in=ids).order_by("id").values_list("id", flat=True))
     for workflow_id in ids:
         kill_nodes(workflow_id, now, reason)
-    killed = WorkflowJob.objects.filter(pk__in=ids).exclude(status__in=sorted(WORKFLOW_TERMINAL)).update(
+    live = list(WorkflowJob.objects.filter(pk__in=ids).exclude(status__in=sorted(WORKFLOW_TERMINAL)))
+    killed = WorkflowJob.objects.filter(pk__in=[w.pk for w in live]).update(
         status=WorkflowStatus.KILLED, ended_at=now, error_message=reason, last_modified=now
     )
+    for workflow in live:
+        workflow.status = WorkflowStatus.KILLED
+        notifications.job_changed(workflow)
     return killed
 
 
@@ -144,6 +149,7 @@ def suspend_workflow(workflow_id: str, now: datetime) -> bool:
     workflow.transition_to(WorkflowStatus.SUSPENDED)
     workflow.last_modified = now
     workflow.save(update_fields=["status", "last_modified"])
+    notifications.job_changed(workflow)
     return True
 
 
@@ -159,6 +165,7 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     workflow.transition_to(WorkflowStatus.RUNNING)
     workflow.last_modified = now
     workflow.save(update_fields=["status", "last_modified"])
+    notifications.job_changed(workflow)
     if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
         from workflows.engine import resumed
 

@@ -27,3 +27,23 @@ def recover() -> dict[str, int]:
     from workflows.recovery import recover as recover_nodes
 
     return recover_nodes(timezone.now())
+
+
+@shared_task(bind=True, name="workflows.notify", ignore_result=True, acks_late=True)
+def notify(self: Any, url: str) -> int:
+    """Make one workflow notification (an HTTP GET), retried as configured (workflows.notifications)."""
+    import logging
+    import urllib.request
+
+    from django.conf import settings
+
+    retries = int(getattr(settings, "WORKFLOW_NOTIFICATION_RETRIES", 3))
+    delay = float(getattr(settings, "WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10))
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - http(s) only, checked when queued
+            return int(response.status)
+    except Exception as exc:
+        if self.request.retries >= retries:
+            logging.getLogger(__name__).warning("notification %s failed %s times, given up: %s", url, retries + 1, exc)
+            return 0
+        raise self.retry(exc=exc, countdown=delay) from None

@@ -453,3 +453,58 @@ def test_an_el_error_when_entering_a_node_fails_the_job_naming_it(tmp_path: Path
     workflow.refresh_from_db()
     assert (workflow.status, workflow.error_code) == (W.FAILED, "EL_ERROR")
     assert workflow.error_message.startswith("node d:")
+
+
+def test_notifications_name_the_job_its_status_and_each_node_transition(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spec 5: a GET per job status change and per node start and end, tokens replaced, sent after commit."""
+    from workflows import notifications
+
+    sent: list[str] = []
+    monkeypatch.setattr(notifications, "_send", sent.append)
+    directory = app(tmp_path, celery("a", "examples.noop_any", ok="end"))
+    workflow = submit(directory, **{
+        "oozie_wf_workflow_notification_url": "http://hooks.example/job?id=$jobId&s=$status&p=$parentId",
+        "oozie_wf_action_notification_url": "http://hooks.example/node?id=$jobId&n=$nodeName&s=$status",
+    })
+    drive()
+    assert sent == [
+        f"http://hooks.example/job?id={workflow.id}&s=RUNNING&p=",
+        f"http://hooks.example/node?id={workflow.id}&n=a&s=S:RUNNING",
+        f"http://hooks.example/node?id={workflow.id}&n=a&s=T:end",
+        f"http://hooks.example/job?id={workflow.id}&s=SUCCEEDED&p=",
+    ]
+
+
+def test_a_notification_is_an_http_get_retried_until_it_is_answered(settings: Any) -> None:
+    """The notify task calls the URL (a real local server); a refused connection is retried, then given up."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from workflows.tasks import notify
+
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            seen.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/job?id=1-W&s=SUCCEEDED"
+        assert notify.apply(args=(url,)).get() == 200
+        assert seen == ["/job?id=1-W&s=SUCCEEDED"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    settings.WORKFLOW_NOTIFICATION_RETRIES = 1
+    settings.WORKFLOW_NOTIFICATION_RETRY_SECONDS = 0
+    result = notify.apply(args=(url,))  # nobody listens any more: retried once, then given up
+    assert result.get() == 0 and seen == ["/job?id=1-W&s=SUCCEEDED"]
