@@ -59,7 +59,7 @@ PROTOCOL_VERSIONS = [1, 2]
 MAX_OFFSET = 2**31 - 1
 WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
 APP_PATHS = (WORKFLOW_PATH_PROPERTY, APP_PATH_PROPERTY, bundles.BUNDLE_PATH_PROPERTY)  # exactly one names the job type
-OTHER_APPLICATIONS = (WORKFLOW_PATH_PROPERTY, "oozie.jobs.api.generated.xml")
+OTHER_APPLICATIONS = ("oozie.jobs.api.generated.xml",)
 _JOB_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}(@[0-9]{1,9})?$")
 XML_TYPES = ("application/xml", "text/xml")
 
@@ -176,9 +176,11 @@ class JobsView(OozieView):
         properties = parse_hadoop_configuration(request.body, "job configuration")
         if sum(name in properties for name in APP_PATHS) > 1:
             raise OozieError(400, "E0302", "Multiple app paths specified, only one is allowed")
+        if properties.get(WORKFLOW_PATH_PROPERTY, "").strip():  # a workflow application (oozieapi.workflows)
+            return oozie_workflows.submit(self.caller, submitter_properties(properties, self.caller), action)
         other = [name for name in OTHER_APPLICATIONS if name in properties]
         if other:
-            raise OozieError(400, "E1008", f"{other[0]}: this service runs coordinator and bundle jobs only")
+            raise OozieError(400, "E1008", f"{other[0]}: this service runs workflow, coordinator and bundle jobs only")
         if properties.get(bundles.BUNDLE_PATH_PROPERTY):
             return bundles.submit(submitter_properties(properties, self.caller), self.caller, action)
         if not properties.get(APP_PATH_PROPERTY):
@@ -269,7 +271,8 @@ class JobView(OozieView):
         """Queue the verb (200, empty body as Oozie answers); rerun answers the actions queued again."""
         if oozie_workflows.is_workflow_id(job_id):
             self.verb = request.GET.get("action") or ""
-            return oozie_workflows.put(self.caller, job_id, request.GET)
+            return oozie_workflows.put(self.caller, job_id, request.GET, request.body,
+                                       request.META.get("CONTENT_TYPE", ""))
         _check_id(job_id)
         params = request.GET
         action = params.get("action")

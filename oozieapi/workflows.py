@@ -1,10 +1,13 @@
-"""Workflow jobs (`...-W`) on the Oozie Web Services API: info, definition, log, lists, verbs, a coordinator action's runs.
+"""Workflow jobs (`...-W`) on the Oozie Web Services API: submit, info, definition, graph, log, lists, verbs, runs.
 
-Every launch of a coordinator action is a workflow job (`workflows.models`); the job view
-hands over `-W` ids (and `<wf id>@<node>`), `jobtype=wf` lists, and `show=allruns` of a
-coordinator action. Who may read or act on a workflow is who may read or act on its parent
-coordinator job (coordinators.permissions). Formats follow Oozie's WorkflowJobBean and
-WorkflowActionBean `toJSONObject`; decisions are in docs/adr/0012-workflow-jobs-api.md.
+Every launch of a coordinator action is a workflow job (`workflows.models`), and so is a
+workflow application (workflow.xml) submitted on its own (`POST /jobs` naming
+`oozie.wf.application.path`); the job view hands over `-W` ids (and `<wf id>@<node>`),
+`jobtype=wf` lists, and `show=allruns` of a coordinator action. Who may read or act on a
+workflow is who may read or act on its parent coordinator job (coordinators.permissions); a
+workflow without one (a sub-workflow: its root's) answers to its owner and admins. Formats
+follow Oozie's WorkflowJobBean and WorkflowActionBean `toJSONObject`; decisions are in
+docs/adr/0012-workflow-jobs-api.md and docs/adr/0023-workflow-application-interfaces.md.
 """
 
 from __future__ import annotations
@@ -15,21 +18,30 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 from django.http import HttpResponse
 from django.utils import timezone
 from lxml import etree
 
-from coordinators.api.filters import readable_jobs
+from coordinators.definitions import DefinitionError
+from coordinators.definitions.xmlsafe import local_name, parse_xml
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import OwnedJob, check_modify, check_read
 from oozieapi.errors import OozieError, bad_parameter, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822
 from oozieapi.joblog import parse_log_filter
-from workflows.choices import NodeStatus, WorkflowStatus
+from workflows import graph
+from workflows.api.access import guard, readable_workflows
+from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
-from workflows.services import VerbNotSupported, parent_key, request_control
+from workflows.services import (
+    VerbNotSupported,
+    parent_key,
+    request_control,
+    request_rerun,
+    submit_workflow,
+)
 from xcommands.models import Command
 
 WORKFLOW_SUFFIX = "-W"
@@ -49,6 +61,9 @@ EXTERNAL_STATUS: dict[str, str] = {
 TRANSITION: dict[str, str] = {NodeStatus.OK: "end", NodeStatus.ERROR: "fail", NodeStatus.FAILED: "fail"}
 USER_RETRY_INTERVAL = 10  # Oozie's default (minutes); nodes here have no user retries
 NOT_SERVED_VERBS = ("rerun", "coord-rerun", "change", "update")
+RERUN_SKIP_NODES = "oozie.wf.rerun.skip.nodes"
+RERUN_FAIL_NODES = "oozie.wf.rerun.failnodes"
+GRAPH_FORMATS = {"svg": "image/svg+xml", "dot": "text/plain;charset=UTF-8"}
 
 
 def is_workflow_id(job_id: str) -> bool:
@@ -63,23 +78,6 @@ def _check_id(job_id: str) -> None:
 
 
 # ---- who may read and act: the parent coordinator job's rules -------------------------------
-
-
-@dataclass(frozen=True)
-class _Unparented:
-    """A workflow without a parent action answers to its owner (and admins) only."""
-
-    id: str
-    owner_id: Any
-    acl: str = ""
-    kind_name: str = "workflow job"
-
-
-def guard(workflow: WorkflowJob) -> OwnedJob:
-    """What permissions are checked against: the parent coordinator job, else the workflow itself."""
-    if workflow.coord_action_id:
-        return CoordinatorJob.objects.only("id", "owner_id", "acl").get(pk=parent_key(workflow))
-    return _Unparented(workflow.id, workflow.owner_id)
 
 
 def _load(caller: Any, workflow_id: str) -> tuple[WorkflowJob, OwnedJob]:
@@ -132,8 +130,67 @@ def definition_xml(workflow: WorkflowJob, nodes: Iterable[WorkflowNode]) -> str:
     return text
 
 
+def application_elements(workflow: WorkflowJob) -> dict[str, str]:
+    """Each named node's element of an application's workflow.xml, as XML text (Oozie's action `conf`)."""
+    if not workflow.app_xml:
+        return {}
+    try:
+        root = parse_xml(workflow.app_xml, "workflow.xml")
+    except DefinitionError:  # stored at submission after the same parse: cannot happen, but no 500 for it
+        return {}
+    elements: dict[str, str] = {}
+    for element in root.iter():
+        if isinstance(element.tag, str) and element.get("name") and local_name(element) != "workflow-app":
+            if local_name(element) in ("action", "decision", "fork", "join", "kill", "end"):
+                elements.setdefault(element.get("name", ""), etree.tostring(element, encoding="unicode", with_tail=False))
+    return elements
+
+
+def _action_data(data: Mapping[str, Any] | None) -> str | None:
+    """Captured output as Oozie returns `data`: Java properties text, one `key=value` a line."""
+    if not data:
+        return None
+    return "".join(f"{key}={value}\n" for key, value in sorted(data.items()))
+
+
+def application_node_json(node: WorkflowNode, workflow: WorkflowJob, elements: Mapping[str, str],
+                          zone: tzinfo = UTC) -> dict[str, Any]:
+    """A node of a workflow application as WorkflowActionBean.toJSONObject writes it (control nodes included)."""
+    spec: Mapping[str, Any] = next((item for item in (workflow.definition or {}).get("nodes", ()) if item.get("name") == node.name), {})
+    control = node.type.startswith(":") or node.type == "switch"
+    external = node.external_id or (None if control else node.task_id or None)
+    return {
+        "id": node.id,
+        "name": node.name,
+        "cred": None,
+        "type": node.type,
+        "conf": elements.get(node.name),
+        "status": node.status,
+        "retries": max(0, node.attempt - 1),
+        "startTime": rfc822(node.started_at, zone),
+        "endTime": rfc822(node.ended_at, zone),
+        "transition": node.transition or None,
+        "data": _action_data(node.data),
+        "stats": None,
+        "externalChildIDs": None,
+        "externalId": external,
+        "externalStatus": node.external_status or (EXTERNAL_STATUS.get(node.status) if external and not control else None),
+        "trackerUri": node.worker or None,
+        "consoleUrl": None,
+        "errorCode": node.error_code or None,
+        "errorMessage": node.error_message or None,
+        "toString": f"Action name[{node.name}] status[{node.status}]",
+        "userRetryInterval": int(spec.get("retry_interval", USER_RETRY_INTERVAL)),
+        "userRetryCount": node.user_retries,
+        "userRetryMax": int(spec.get("retry_max", 0)),
+    }
+
+
 def node_json(node: WorkflowNode, zone: tzinfo = UTC) -> dict[str, Any]:
     """A node as WorkflowActionBean.toJSONObject writes it: externalId is the Celery task id (or `batch:<id>`)."""
+    workflow = node.workflow
+    if workflow.definition:
+        return application_node_json(node, workflow, application_elements(workflow), zone)
     external = node.task_id or (node.worker if node.type == "batch" and node.worker else None)
     return {
         "id": node.id,
@@ -167,12 +224,18 @@ def workflow_json(
 ) -> dict[str, Any]:
     """A workflow job as WorkflowJobBean.toJSONObject writes it; `parentId` is the coordinator action."""
     owner = workflow.owner.get_username() if workflow.owner is not None else None
+    nodes = list(nodes)
+    if workflow.definition:  # an application: its nodes as Oozie lists them, in the order they ran
+        elements = application_elements(workflow) if nodes else {}
+        actions = [application_node_json(node, workflow, elements, zone) for node in _run_order(nodes)]
+    else:
+        actions = [node_json(node, zone) for node in nodes]
     return {
         "appPath": workflow.app_path,
         "appName": workflow.app_name,
         "id": workflow.id,
         "externalId": None,
-        "parentId": workflow.coord_action_id,
+        "parentId": workflow.coord_action_id or workflow.parent_workflow_id,
         "conf": _conf(workflow) if with_conf else None,
         "status": workflow.status,
         "lastModTime": rfc822(workflow.last_modified, zone),
@@ -180,13 +243,37 @@ def workflow_json(
         "startTime": rfc822(workflow.started_at, zone),
         "endTime": rfc822(workflow.ended_at, zone),
         "user": owner,
-        "group": acl or None,
+        "group": workflow.group or acl or None,
         "acl": acl or None,
         "run": workflow.run,
         "consoleUrl": None,
-        "actions": [node_json(node, zone) for node in nodes],
+        "actions": actions,
         "toString": f"Workflow id[{workflow.id}] status[{workflow.status}]",
     }
+
+
+def _run_order(nodes: Iterable[WorkflowNode]) -> list[WorkflowNode]:
+    """Nodes in the order they were entered (start first), as Oozie lists a job's actions."""
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(nodes, key=lambda n: (n.name != ":start:", n.started_at or n.dispatched_at or far, n.id))
+
+
+def graph_response(workflow: WorkflowJob, nodes: list[WorkflowNode], params: Mapping[str, str]) -> HttpResponse:
+    """`show=graph&format=svg|dot[&show-kill=true]`: the DAG coloured by node status; png is refused (no renderer here)."""
+    if not workflow.definition:
+        raise bad_parameter("show", f"graph (workflow {workflow.id} runs {workflow.app_path}, not a workflow.xml)")
+    fmt = (params.get("format") or "").strip().lower()
+    if fmt not in GRAPH_FORMATS:
+        shown = fmt or "png (the default)"
+        raise OozieError(400, "E0303", "format", f"{shown}; this service draws format=svg or format=dot, not png")
+    show_kill = (params.get("show-kill") or "").strip().lower() in ("1", "yes", "true")
+    statuses = {node.name: node.status for node in nodes}
+    if fmt == "dot":
+        return HttpResponse(graph.dot(workflow.definition, statuses, show_kill=show_kill), content_type=GRAPH_FORMATS[fmt])
+    transitions = {node.name: node.transition for node in nodes if node.transition}
+    body = graph.svg(workflow.definition, statuses, transitions=transitions, show_kill=show_kill,
+                     title=f"{workflow.app_name} ({workflow.id}) {workflow.status}")
+    return HttpResponse(body, content_type=GRAPH_FORMATS[fmt])
 
 
 # ---- reads ------------------------------------------------------------------------------------
@@ -203,6 +290,7 @@ def show(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
         node = WorkflowNode.objects.filter(workflow_id=workflow.pk, name=node_name).first()
         if node is None:
             raise OozieError(400, "E0605", job_id)
+        node.workflow = workflow
         if what == "info":
             return json_response(node_json(node, zone))
         if what == "status":
@@ -214,7 +302,10 @@ def show(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
     if what == "status":
         return json_response({"status": workflow.status})
     if what == "definition":
-        return HttpResponse(definition_xml(workflow, nodes), content_type="application/xml;charset=UTF-8")
+        text = workflow.app_xml or definition_xml(workflow, nodes)
+        return HttpResponse(text, content_type="application/xml;charset=UTF-8")
+    if what == "graph":
+        return graph_response(workflow, nodes, params)
     if what in ("log", "errorlog"):
         return log_response(workflow, nodes, params, errors_only=what == "errorlog")
     raise bad_parameter("show", what)
@@ -234,14 +325,6 @@ def list_workflows(caller: Any, text: str, *, offset: int, length: int, zone: tz
     page = queryset[offset - 1:offset - 1 + length] if length else []
     jobs = [workflow_json(wf, acl=getattr(wf, "parent_acl", "") or "", zone=zone, with_conf=False) for wf in page]
     return {"total": total, "offset": offset, "len": length, "workflows": jobs}
-
-
-def readable_workflows(queryset: QuerySet[WorkflowJob], caller: Any) -> QuerySet[WorkflowJob]:
-    """The workflows whose parent coordinator job the caller may read (unparented ones: their owner's)."""
-    readable = readable_jobs(queryset, caller, prefix="coord_action__job__")
-    if readable is queryset:  # reads are not restricted, or the caller is an admin
-        return queryset
-    return queryset.filter(Q(pk__in=readable.values("pk")) | Q(coord_action__isnull=True, owner_id=caller.pk))
 
 
 def all_runs(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
@@ -372,11 +455,14 @@ def log_response(workflow: WorkflowJob, nodes: list[WorkflowNode], params: Mappi
 # ---- verbs ------------------------------------------------------------------------------------
 
 
-def put(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
-    """PUT /job/<wf id>?action=kill|suspend|resume (200, empty body; a status the verb does not apply to changes nothing).
+def put(caller: Any, job_id: str, params: Mapping[str, str], body: bytes = b"", content_type: str = "") -> HttpResponse:
+    """PUT /job/<wf id>?action=kill|suspend|resume|start|rerun (200, empty body; a status the verb does not apply to changes nothing).
 
-    `start` is answered the same way (runs start when launched); rerun, change and update are
-    the coordinator's verbs here (E1008 naming the coordinator job); ignore is E0302, as in Oozie.
+    `start` runs a PREP application (submitted without `action=start`); a launched run is
+    started already, so it is answered the same way and nothing happens. `rerun` of an ended
+    application takes a configuration body (oozie.wf.rerun.skip.nodes or
+    oozie.wf.rerun.failnodes=true); of a coordinator's one-task run it is the coordinator's verb
+    (E1008 naming the coordinator job), as are change and update; ignore is E0302, as in Oozie.
     """
     _check_id(job_id)
     verb = params.get("action")
@@ -384,9 +470,12 @@ def put(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
         raise OozieError(400, "E0305", "action")
     if "@" in job_id:
         raise bad_parameter("action", f"{verb} on a workflow action (use the workflow id)")
-    workflow = WorkflowJob.objects.only("id", "coord_action_id", "owner_id", "status").get(pk=job_id)
+    workflow = WorkflowJob.objects.only(
+        "id", "coord_action_id", "owner_id", "status", "parent_workflow_id", "definition").get(pk=job_id)
     if verb == "ignore":
         raise OozieError(400, "E0302", "Workflow Ignore Not supported")  # V2JobServlet.ignoreJob's words
+    if verb == "rerun" and workflow.definition:
+        return _rerun(caller, workflow, body, content_type)
     if verb in NOT_SERVED_VERBS:
         hint = f"; use it on coordinator job {parent_key(workflow)} (action {workflow.coord_action_id})" if workflow.coord_action_id else ""
         raise OozieError(400, "E1008", f"{verb} of workflow {job_id}{hint}")
@@ -396,7 +485,7 @@ def put(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
     def may_modify(run: WorkflowJob) -> None:
         check_modify(caller, guard(run))
 
-    if verb == "start":
+    if verb == "start" and not workflow.definition:
         may_modify(workflow)  # launched runs are started already: nothing to do, as Oozie answers a non-PREP start
         return HttpResponse(status=200)
     who = caller.get_username() if caller is not None else "anonymous"
@@ -406,3 +495,80 @@ def put(caller: Any, job_id: str, params: Mapping[str, str]) -> HttpResponse:
         raise OozieError(400, "E1008", str(exc)) from None
     return HttpResponse(status=200)
 
+
+
+def _rerun(caller: Any, workflow: WorkflowJob, body: bytes, content_type: str) -> HttpResponse:
+    """Rerun an ended application (Oozie's ReRunXCommand): skip-nodes, or failnodes, from the configuration body.
+
+    Refusals name Oozie's codes: both properties E0404, a job not ended E0805, a sub-workflow
+    E0755 (rerun its parent), skip-nodes that did not succeed E0807; nothing is queued then.
+    """
+    from coordinators.definitions import parse_hadoop_configuration
+    from workflows.engine import WorkflowError
+
+    properties: dict[str, str] = {}
+    if body.strip():
+        if content_type.split(";")[0].strip().lower() not in ("application/xml", "text/xml"):
+            raise OozieError(400, "E0300", content_type or "(none)")
+        properties = dict(parse_hadoop_configuration(body, "rerun configuration"))
+    fail_nodes = properties.get(RERUN_FAIL_NODES, "").strip().lower()
+    if fail_nodes not in ("", "true", "false"):
+        raise bad_parameter(RERUN_FAIL_NODES, fail_nodes)
+    if fail_nodes == "true" and RERUN_SKIP_NODES in properties:
+        raise OozieError(400, "E0404", f"{RERUN_SKIP_NODES} OR {RERUN_FAIL_NODES}")
+
+    def may_modify(run: WorkflowJob) -> None:
+        check_modify(caller, guard(run))
+        if run.parent_workflow_id:
+            raise OozieError(400, "E0755", f"rerun is not allowed through child workflow {run.id}; rerun {run.parent_workflow_id}")
+        if run.status not in WORKFLOW_TERMINAL:
+            raise OozieError(400, "E0805", run.status)
+
+    try:
+        request_rerun(workflow.id, properties, check=may_modify)
+    except WorkflowError as exc:
+        raise OozieError(400, "E0807", str(exc)) from None
+    return HttpResponse(status=200)
+
+
+def submit(caller: Any, properties: Mapping[str, str], action: str) -> HttpResponse:
+    """POST /jobs naming `oozie.wf.application.path`: 201 {"id": "<wf id>"}; `action=start` runs it, else it is PREP.
+
+    The application is read and validated first: a refusal (no such directory, malformed or
+    hostile XML, an unsupported action, an unresolved variable) is a 400 with Oozie's code and
+    one line, and nothing is stored.
+    """
+    if action == "dryrun":
+        raise OozieError(400, "E1008", "dryrun of a workflow application")
+    try:
+        workflow = submit_workflow(properties, owner=caller, trusted=False, start=action == "start")
+    except DefinitionError as exc:
+        raise submission_error(exc) from None
+    return json_response({"id": workflow.id}, status=201)
+
+
+def submission_error(exc: DefinitionError) -> OozieError:
+    """A refused workflow application in Oozie's words: its code for the kind of refusal, our one-line reason."""
+    from coordinators.definitions import (
+        ApplicationNotFoundError,
+        DocumentTooLargeError,
+        MalformedXMLError,
+        MissingParameterError,
+        SchemaValidationError,
+        UnsafeXMLError,
+        UnsupportedNamespaceError,
+    )
+    from oozieapi.errors import application_error
+    from workflows.definitions import UnsupportedActionError, WorkflowELError
+
+    if isinstance(exc, (ApplicationNotFoundError, MissingParameterError)):
+        return application_error(exc)
+    if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):
+        return OozieError(400, "E0700", str(exc))
+    if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
+        return OozieError(400, "E0701", str(exc))
+    if isinstance(exc, UnsupportedActionError):
+        return OozieError(400, "E0802", str(exc))
+    if isinstance(exc, WorkflowELError):
+        return OozieError(400, "E1004", str(exc))
+    return OozieError(400, "E0710", str(exc))  # graph errors, unreadable application, too many nodes ...

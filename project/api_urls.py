@@ -10,6 +10,7 @@ from bundles.api import urls as bundle_urls
 from coordinators.api import urls as coordinator_urls
 from datasets.api.views import DatasetEventViewSet
 from operations.api.views import OperationViewSet
+from workflows.api import urls as workflow_urls
 from xcommands.api.views import KeyedJobViewSet
 
 router = SimpleRouter()
@@ -25,9 +26,10 @@ ROOT_LINKS: dict[str, str] = {
     **coordinator_urls.ROOT_LINKS,
     **bundle_urls.ROOT_LINKS,
     **batch_urls.ROOT_LINKS,
+    **workflow_urls.ROOT_LINKS,
 }
 
 urlpatterns: list[URLPattern | URLResolver] = [
     *router.urls, *coordinator_urls.urlpatterns, *bundle_urls.urlpatterns,
-    *batch_urls.urlpatterns,
+    *batch_urls.urlpatterns, *workflow_urls.urlpatterns,
 ]

@@ -200,6 +200,8 @@ WORKFLOW_RETRY_TRANSIENT_ERRORS = env_bool("WORKFLOW_RETRY_TRANSIENT_ERRORS", Tr
 # each HTTP GET is tried again WORKFLOW_NOTIFICATION_RETRIES times, WORKFLOW_NOTIFICATION_RETRY_SECONDS apart.
 WORKFLOW_NOTIFICATION_RETRIES = env_int("WORKFLOW_NOTIFICATION_RETRIES", 3)
 WORKFLOW_NOTIFICATION_RETRY_SECONDS = env_int("WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10)
+# An action's retry-interval is in minutes (Oozie); tests shorten the unit.
+WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS = env_int("WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS", 60)
 # Workflow actions (ADR 0022). Storage a workflow touches (fs actions, prepare, fs: functions,
 # e-mail attachments) lies under WORKFLOW_FS_ROOTS: workers act with the service's rights.
 # Shell actions run programs on the workers: off unless enabled; killed after the timeout.
@@ -348,6 +350,8 @@ SPECTACULAR_SETTINGS = {
         "BatchJobStatusEnum": "batches.choices.JobStatus",
         "BatchSubmissionTypeEnum": "batches.choices.SubmissionType",
         "ScopeTypeEnum": [("action", "action"), ("date", "date")],  # rerun and ignore scopes
+        "WorkflowJobStatusEnum": "workflows.choices.WorkflowStatus",
+        "WorkflowNodeStatusEnum": "workflows.choices.NodeStatus",
     },
 }
 

@@ -56,6 +56,7 @@ class WorkflowBench(keyed_bench.Bench):
         super().__init__(jobs * width, min(jobs * width, 100), workers, log)
         self.jobs, self.width = jobs, width
         self.task_modules = ["xcommands.benchmarks", "examples.tasks"]
+        self.queues = "commands,actions,default"  # celery actions go to their task's queue (examples.*: actions)
 
     def _prepared(self) -> Any:
         from workflows.definitions.submission import prepare_workflow
@@ -93,10 +94,13 @@ class WorkflowBench(keyed_bench.Bench):
 
     def execute_workflows(self) -> dict[str, Any]:
         """Every round; the figures."""
+        from project.celery import app
         from workflows.models import WorkflowJob
 
         self.redis_url = self._start_redis()
         keyed_bench._point_app_at(self.redis_url)
+        app.conf.update(result_backend=self.redis_url)  # send_task reaches the backend too
+        app._backend_cache = None  # type: ignore[attr-defined]
         settings.REDIS_URL = self.redis_url
         client = redis.Redis.from_url(self.redis_url)
         finished, all_ids = False, []

@@ -236,6 +236,8 @@ def request_rerun(workflow_id: str, properties: Mapping[str, str], *, check: Cal
         check(workflow)
         if not workflow.definition:
             raise WorkflowError(f"workflow {workflow.id} runs {workflow.app_path}: rerun its coordinator action instead")
+        if workflow.parent_workflow_id:
+            raise WorkflowError(f"workflow {workflow.id} is a sub-workflow of {workflow.parent_workflow_id}: rerun that one")
         check_rerun(workflow, skip_nodes=skip, fail_nodes=fail_nodes)
         enqueue(WfRerunXCommand(key=parent_key(workflow), workflow_id=workflow.id, configuration=conf,
                                 skip_nodes=skip, fail_nodes=fail_nodes))

@@ -110,6 +110,7 @@ class Bench:
         self.rounds = 3
         self.hostname = ""
         self.task_modules: list[str] = ["xcommands.benchmarks"]
+        self.queues = "commands,default"
 
     def _start_redis(self) -> str:
         configured = os.environ.get("REDIS_URL")
@@ -141,7 +142,7 @@ class Bench:
         log = (self.tmp / "worker.log").open("wb")
         proc = subprocess.Popen(  # noqa: S603
             [sys.executable, "-m", "celery", "-A", "project", "worker", "--loglevel", "WARNING",
-             "--concurrency", str(self.workers), "--queues", "commands,default",
+             "--concurrency", str(self.workers), "--queues", self.queues,
              "--without-gossip", "--without-mingle", "--hostname", self.hostname],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=str(Path(settings.BASE_DIR)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connections, transaction
@@ -106,7 +107,7 @@ def test_the_status_transit_waits_for_a_mirror_in_flight_and_reads_the_coordinat
     job = action.coord_job
     assert job is not None and job.status == J.RUNNING
     mirrored, release = threading.Event(), threading.Event()
-    outcome: dict[str, object] = {}
+    outcome: dict[str, Any] = {}
 
     def kill_the_coordinator() -> None:
         try:

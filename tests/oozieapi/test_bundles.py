@@ -100,7 +100,7 @@ def duplicate(root: Path) -> Path:
         pytest.param("duplicate", "E1304", "daily", id="duplicate-coordinator-names"),
         pytest.param("unresolved", "E1004", "nowhere", id="unresolved-variable"),
         pytest.param("two-paths", "E0302", "Multiple app paths", id="coordinator-and-bundle-paths"),
-        pytest.param("workflow", "E1008", "oozie.wf.application.path", id="workflow-path"),
+        pytest.param("workflow", "E0710", "hdfs", id="workflow-path"),
         pytest.param("bad-action", "E0303", "kill", id="bad-action"),
     ],
 )

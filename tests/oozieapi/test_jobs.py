@@ -243,7 +243,7 @@ def test_submission_refusals(ann: User) -> None:
     response = oozie.client.post("/oozie/v2/jobs", b"<!DOCTYPE x [<!ENTITY e 'x'>]><configuration/>", content_type="application/xml", headers=oozie.headers)
     assert error_of(response)[:2] == (400, "E0700")
     assert error_of(oozie.submit({"start": "x"}))[:2] == (400, "E0405")
-    assert error_of(oozie.submit({"oozie.wf.application.path": "hdfs://nn/wf"}))[:2] == (400, "E1008")
+    assert error_of(oozie.submit({"oozie.wf.application.path": "hdfs://nn/wf"}))[:2] == (400, "E0710")  # hdfs:// cannot be read here
     status, code, message = error_of(oozie.submit({"oozie.coord.application.path": "/x", "user.name": "bob"}))
     assert (status, code) == (403, "E0500") and "does not match" in message
     assert error_of(oozie.submit({"oozie.coord.application.path": "/x"}, action="kill"))[:2] == (400, "E0303")

@@ -29,10 +29,10 @@ def test_unserved_admin_resources_are_e0301(ann: User, resource: str) -> None:
     assert (status, code) == (400, "E0301") and resource in message
 
 
-def test_workflow_applications_are_not_submitted(ann: User) -> None:
+def test_a_workflow_application_outside_the_roots_is_refused_and_nothing_stored(ann: User) -> None:
     before = (CoordinatorJob.objects.count(), WorkflowJob.objects.count())
     response = Oozie(ann).submit({"user.name": "ann", "oozie.wf.application.path": "file:///srv/apps/wf"})
-    assert error_of(response)[:2] == (400, "E1008")
+    assert error_of(response)[:2] == (400, "E0710")  # /srv/apps is not under COORD_APPLICATION_ROOTS
     assert (CoordinatorJob.objects.count(), WorkflowJob.objects.count()) == before
 
 

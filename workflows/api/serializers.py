@@ -1,0 +1,129 @@
+"""Serializers of the workflow API: jobs and their nodes out, submissions and reruns in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from workflows.choices import WorkflowStatus
+from workflows.models import WorkflowJob, WorkflowNode
+
+MAX_PROPERTIES = 1000
+MAX_VALUE_CHARS = 65_536
+
+
+class WorkflowNodeSerializer(serializers.ModelSerializer[WorkflowNode]):
+    """One node of a run: status, the transition it took, attempts, error, captured output, external id, times."""
+
+    retries = serializers.SerializerMethodField(help_text="relaunches of this run after lost workers or transient errors")
+
+    class Meta:
+        model = WorkflowNode
+        fields = [
+            "id", "name", "type", "status", "transition", "attempt", "retries", "user_retries", "retry_at",
+            "started_at", "ended_at", "error_code", "error_message", "data", "external_id", "external_status",
+            "task_name", "task_id", "worker", "history", "spec",
+        ]
+        read_only_fields = fields
+
+    def get_retries(self, obj: WorkflowNode) -> int:
+        """Attempts after the first."""
+        return max(0, obj.attempt - 1)
+
+
+class WorkflowJobSerializer(serializers.ModelSerializer[WorkflowJob]):
+    """A workflow job: application, status, times, parent (coordinator action or workflow) and error."""
+
+    user = serializers.CharField(source="owner.username", read_only=True, allow_null=True, default=None,
+                                 help_text="the owner (who submitted it, or its coordinator's owner)")
+    url = serializers.SerializerMethodField(help_text="this workflow in the native API")
+    kind = serializers.SerializerMethodField(help_text="application (a workflow.xml) or task (a one-task run)")
+    coord_action = serializers.CharField(source="coord_action_id", read_only=True, allow_null=True,
+                                         help_text="the coordinator action that launched it")
+
+    class Meta:
+        model = WorkflowJob
+        fields = [
+            "id", "url", "kind", "app_name", "app_path", "user", "group", "status", "run", "coord_action",
+            "parent_workflow", "parent_node", "created_at", "started_at", "ended_at", "last_modified",
+            "error_code", "error_message",
+        ]
+        read_only_fields = fields
+
+    def get_url(self, obj: WorkflowJob) -> str:
+        """Absolute URL of the workflow."""
+        return reverse("workflow-job-detail", args=[obj.pk], request=self.context.get("request"))
+
+    def get_kind(self, obj: WorkflowJob) -> str:
+        """`application` when a workflow.xml runs, else `task`."""
+        return "application" if obj.definition else "task"
+
+
+class WorkflowJobDetailSerializer(WorkflowJobSerializer):
+    """A workflow job with its configuration, definition (the parsed DAG), workflow.xml, nodes and sub-workflows."""
+
+    nodes = WorkflowNodeSerializer(many=True, read_only=True)
+    sub_workflows = serializers.SerializerMethodField(help_text="ids of the workflows its sub-workflow nodes started")
+
+    class Meta(WorkflowJobSerializer.Meta):
+        fields = [*WorkflowJobSerializer.Meta.fields, "configuration", "definition", "app_xml", "nodes", "sub_workflows"]
+        read_only_fields = fields
+
+    def get_sub_workflows(self, obj: WorkflowJob) -> list[str]:
+        """Child workflow ids, oldest first."""
+        return list(obj.sub_workflows.order_by("created_at", "id").values_list("id", flat=True))
+
+
+def _check_properties(value: dict[str, str]) -> dict[str, str]:
+    if len(value) > MAX_PROPERTIES:
+        raise serializers.ValidationError(f"at most {MAX_PROPERTIES} properties")
+    for name, text in value.items():
+        if not name.strip():
+            raise serializers.ValidationError("property names cannot be blank")
+        if len(name) > 255 or len(text) > MAX_VALUE_CHARS:
+            raise serializers.ValidationError(f"property {name[:60]!r}: name or value too long")
+    return value
+
+
+class WorkflowSubmissionSerializer(serializers.Serializer[dict[str, Any]]):
+    """A workflow application to run: the job properties (naming `oozie.wf.application.path`) and whether to start."""
+
+    properties = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        help_text="job.properties as a JSON object; `oozie.wf.application.path` names the directory holding workflow.xml",
+    )
+    start = serializers.BooleanField(default=True, help_text="run it now (true) or keep it PREP until `start` (false)")
+
+    def validate_properties(self, value: dict[str, str]) -> dict[str, str]:
+        """Bounded, named, with an application path."""
+        _check_properties(value)
+        if not str(value.get("oozie.wf.application.path", "")).strip():
+            raise serializers.ValidationError("oozie.wf.application.path is required: the workflow application to run")
+        return value
+
+
+class WorkflowRerunSerializer(serializers.Serializer[dict[str, Any]]):
+    """How to rerun an ended application (spec 10): skip nodes that succeeded, or rerun from the failed ones."""
+
+    skip_nodes = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=2000,
+        help_text="nodes that ended OK and keep their run (oozie.wf.rerun.skip.nodes)",
+    )
+    fail_nodes = serializers.BooleanField(
+        default=False, help_text="rerun only what did not succeed (oozie.wf.rerun.failnodes=true)")
+    properties = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False,
+        help_text="properties to change for the new run",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Either skip_nodes or fail_nodes, not both (Oozie's E0404)."""
+        if attrs.get("fail_nodes") and attrs.get("skip_nodes"):
+            raise serializers.ValidationError("give either skip_nodes or fail_nodes, not both")
+        _check_properties(attrs.get("properties") or {})
+        return attrs
+
+
+WORKFLOW_STATUSES = tuple(WorkflowStatus.values)
