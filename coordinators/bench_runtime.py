@@ -241,6 +241,8 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -
             stages = _command_stages(prefix)
             for name, figures in stages.items():
                 log(f"  {name}: {figures}")
+            floor = _trigger_floor(actions, jobs)
+            log(f"  floor: {floor:.3f} s for one conditional update and one publish per action, {jobs} actions")
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -253,6 +255,8 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -
         delete_jobs(prefix)
     submitted = [_seconds(nominal, at) for nominal, at, _ in rows if at is not None]
     running = [_seconds(nominal, at) for nominal, _, at in rows if at is not None]
+    p50 = statistics.median(submitted) if submitted else None
+    p99 = percentile(submitted, 99) if submitted else None
     return {
         "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
         "jobs": jobs,
@@ -265,7 +269,34 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -
         "p99_s_to_submitted": round(percentile(submitted, 99), 3) if submitted else None,
         "p50_s_to_running": round(statistics.median(running), 3) if running else None,
         "p99_s_to_running": round(percentile(running, 99), 3) if running else None,
+        # The floor: what triggering the actions due in one second costs at least (one conditional
+        # update and one Celery publish per action), measured in this run; the ratios say how far above it.
+        "floor_s": round(floor, 3),
+        "p50_to_floor": round(p50 / floor, 1) if p50 is not None and floor else None,
+        "p99_to_floor": round(p99 / floor, 1) if p99 is not None and floor else None,
     }
+
+
+def _trigger_floor(actions: Any, count: int) -> float:
+    """Seconds for `count` conditional updates (one per action row, each its own transaction) and publishes.
+
+    The publishes go to a queue no worker consumes, purged afterwards: nothing runs.
+    """
+    from project.celery import app
+
+    rows = list(actions.order_by("pk").values_list("pk", "status")[:count])
+    queue = f"bench-floor-{uuid.uuid4().hex[:6]}"
+    started = time.perf_counter()
+    for pk, status in rows:
+        with transaction.atomic():
+            CoordinatorAction.objects.filter(pk=pk, status=status).update(last_modified=timezone.now())
+            transaction.on_commit(lambda: app.send_task("bench.floor", queue=queue, ignore_result=True))
+    elapsed = time.perf_counter() - started
+    with app.connection_for_write() as connection:
+        channel: Any = connection.default_channel
+        channel.queue_purge(queue)
+        channel.queue_delete(queue)
+    return elapsed * count / max(1, len(rows))
 
 
 def _command_stages(prefix: str) -> dict[str, dict[str, float]]:
