@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
 from workflows import notifications
 from workflows.choices import (
@@ -142,12 +143,45 @@ def _callback_base() -> str:
     return str(getattr(settings, "SLA_ADMIN_BASE_URL", "") or "http://localhost:8000").rstrip("/") + "/oozie/callback"
 
 
-def el_state(workflow: WorkflowJob, current: str = "") -> Any:
-    """The `wf:` state of the job now: its fields and every node's transition, errors and data."""
-    from workflows.el import NodeState, WorkflowState
+class _NodeStates(Mapping[str, Any]):
+    """The `wf:` view of a job's nodes, read from the database on first use (most expressions never ask)."""
 
-    nodes = list(workflow.nodes.order_by("ended_at", "id"))
-    errors = [n for n in nodes if n.status in (NodeStatus.ERROR, NodeStatus.FAILED, NodeStatus.USER_RETRY)]
+    def __init__(self, workflow: WorkflowJob) -> None:
+        self._workflow = workflow
+        self._loaded: dict[str, Any] | None = None
+
+    def _states(self) -> dict[str, Any]:
+        if self._loaded is None:
+            from workflows.el import NodeState
+
+            self._loaded = {
+                n.name: NodeState(
+                    transition=n.transition, error_code=n.error_code, error_message=n.error_message,
+                    external_id=n.external_id, external_status=n.external_status,
+                    data={str(k): str(v) for k, v in (n.data or {}).items()},
+                )
+                for n in self._workflow.nodes.only(
+                    "name", "transition", "error_code", "error_message", "external_id", "external_status", "data",
+                )
+            }
+        return self._loaded
+
+    def __getitem__(self, name: str) -> Any:
+        return self._states()[name]
+
+    def __iter__(self) -> Any:
+        return iter(self._states())
+
+    def __len__(self) -> int:
+        return len(self._states())
+
+
+def el_state(workflow: WorkflowJob, current: str = "") -> Any:
+    """The `wf:` state of the job now: its fields and every node's transition, errors and data (read when asked)."""
+    from workflows.el import WorkflowState
+
+    last_error = (workflow.nodes.filter(status__in=[NodeStatus.ERROR, NodeStatus.FAILED, NodeStatus.USER_RETRY])
+                  .order_by(F("ended_at").desc(nulls_last=True), "-id").values_list("name", flat=True).first())
     owner = workflow.owner.get_username() if workflow.owner_id and workflow.owner else ""
     return WorkflowState(
         id=workflow.id,
@@ -158,15 +192,8 @@ def el_state(workflow: WorkflowJob, current: str = "") -> Any:
         group=workflow.group,
         run=workflow.run,
         callback_base=_callback_base(),
-        last_error_node=errors[-1].name if errors else "",
-        nodes={
-            n.name: NodeState(
-                transition=n.transition, error_code=n.error_code, error_message=n.error_message,
-                external_id=n.external_id, external_status=n.external_status,
-                data={str(k): str(v) for k, v in (n.data or {}).items()},
-            )
-            for n in nodes
-        },
+        last_error_node=last_error or "",
+        nodes=_NodeStates(workflow),
         current_node=current,
     )
 
@@ -194,12 +221,23 @@ def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, tran
 
 
 def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now: datetime) -> None:
-    """Execute node `name`: control nodes at once, action nodes by sending them to a worker."""
+    """Execute node `name` and what it leads to: control nodes at once, action nodes by sending them to a worker.
+
+    A loop, not recursion: a chain of 2,000 decisions is walked without growing the stack.
+    """
+    pending = [name]
+    # Until another path ends the job; a suspend on a node (spec 20) still enters the other
+    # paths of a fork: their actions wait, queued, for the resume.
+    while pending and workflow.status in (WorkflowStatus.RUNNING, WorkflowStatus.SUSPENDED):
+        current = pending.pop(0)
+        pending.extend(_step(workflow, definition, definition.nodes[current], now))
+
+
+def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
+    """Execute one node; the nodes to enter next."""
     from workflows.el import evaluate_predicate, evaluate_text
 
-    if workflow.status != WorkflowStatus.RUNNING:
-        return  # another path ended the job (a kill or the end) in this transaction
-    node = definition.nodes[name]
+    name = node.name
     try:
         if node.kind == "end":
             _control(workflow, name, "end", now)
@@ -213,21 +251,18 @@ def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now
             target = next((to for predicate, to in node.cases if evaluate_predicate(predicate, state)), node.default)
             _control(workflow, name, "decision", now, transition=target)
             notifications.node_changed(workflow, name, transition=target)
-            _enter(workflow, definition, target, now)
+            return [target]
         elif node.kind == "fork":
             _control(workflow, name, "fork", now, transition=",".join(node.to))
-            for path in node.to:
-                _enter(workflow, definition, path, now)
+            return list(node.to)
         elif node.kind == "join":
-            _arrive(workflow, definition, node, now)
+            return _arrive(workflow, definition, node, now)
         else:
-            _enter_action(workflow, definition, node, now)
+            return _enter_action(workflow, definition, node, now)
     except Exception as exc:  # an EL error (a decision, a kill message, an action's spec): the job FAILS
-        if isinstance(exc, transaction.TransactionManagementError):
-            raise
         from django.db import DatabaseError
 
-        if isinstance(exc, DatabaseError):
+        if isinstance(exc, (DatabaseError, transaction.TransactionManagementError)):
             raise
         log.warning("workflow %s: node %s failed to run: %s", workflow.id, name, exc)
         code = "EL_ERROR" if type(exc).__module__.startswith("coordinators.el") else type(exc).__name__[:64]
@@ -236,9 +271,10 @@ def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now
             row.error_code, row.error_message, row.ended_at = code, str(exc)[:4000], now
             row.save(update_fields=["error_code", "error_message", "ended_at"])
         finish(workflow, WorkflowStatus.FAILED, now, error=(code, f"node {name}: {exc}"))
+    return []
 
 
-def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> None:
+def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
     """One fork path reached the join: count it; the last one passes through."""
     fork = next((f for f, j in definition.forks.items() if j == node.name), None)
     expected = len(definition.nodes[fork].to) if fork else 1
@@ -246,16 +282,16 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
     arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
     if arrivals < expected:
         _control(workflow, node.name, "join", now, status=NodeStatus.RUNNING, arrivals=arrivals)
-        return
+        return []
     _control(workflow, node.name, "join", now, transition=node.to[0], arrivals=arrivals)
-    _enter(workflow, definition, node.to[0], now)
+    return [node.to[0]]
 
 
 def _skipped(workflow: WorkflowJob) -> set[str]:
     return {n.strip() for n in str(workflow.configuration.get(SKIP_NODES, "")).split(",") if n.strip()}
 
 
-def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> None:
+def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
     from workflows.el import resolve_spec
 
     existing = WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).first()
@@ -264,24 +300,26 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
         log.info("workflow %s: node %s skipped (rerun)", workflow.id, node.name)
         existing.transition = node.to[0]
         existing.save(update_fields=["transition"])
-        _enter(workflow, definition, node.to[0], now)
-        return
+        return [node.to[0]]
     suspend_on = {n.strip() for n in str(workflow.configuration.get(SUSPEND_ON_NODES, "")).split(",") if n.strip()}
     if node.action_type == "sub-workflow":
         _start_sub_workflow(workflow, node, now)
-        return
+        return []
     spec = resolve_spec(node.spec, el_state(workflow, node.name))
     row = _reset_action(workflow, node, now, status=NodeStatus.PREP, spec=spec)
+    if workflow.status == WorkflowStatus.SUSPENDED:
+        return []  # queued: resume sends it
     if node.name in suspend_on or "*" in suspend_on:
         # Spec 20: the job suspends before this node runs; resume sends it.
         workflow.transition_to(WorkflowStatus.SUSPENDED)
         workflow.save(update_fields=["status", "last_modified"])
         notifications.job_changed(workflow)
         log.info("workflow %s suspended on node %s (%s)", workflow.id, node.name, SUSPEND_ON_NODES)
-        return
+        return []
     from workflows.launch import dispatch_on_commit
 
     dispatch_on_commit(row)
+    return []
 
 
 def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status: str,

@@ -508,3 +508,35 @@ def test_a_notification_is_an_http_get_retried_until_it_is_answered(settings: An
     settings.WORKFLOW_NOTIFICATION_RETRY_SECONDS = 0
     result = notify.apply(args=(url,))  # nobody listens any more: retried once, then given up
     assert result.get() == 0 and seen == ["/job?id=1-W&s=SUCCEEDED"]
+
+
+def test_a_long_chain_of_control_nodes_is_walked_without_recursion(tmp_path: Path) -> None:
+    """600 decisions in a row (deeper than Python's recursion limit allowed before) reach the end in one walk."""
+    chain = "".join(
+        f'<decision name="d{i}"><switch><case to="d{i + 1}">${{wf:conf("go") eq "yes"}}</case>'
+        f'<default to="fail"/></switch></decision>'
+        for i in range(600)
+    ).replace('to="d600"', 'to="end"')
+    workflow = submit(app(tmp_path, chain), go="yes")
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    assert WorkflowNode.objects.filter(workflow=workflow).count() == 602  # :start:, 600 decisions, end
+
+
+def test_suspend_on_a_node_in_one_fork_path_still_queues_the_other_path(tmp_path: Path) -> None:
+    """The job suspends before `a`; `b` (the other path) is queued too, and resume runs both to the join."""
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="a"/><path start="b"/></fork>'
+        + celery("a", "examples.noop_any", ok="join") + celery("b", "examples.noop_any", ok="join")
+        + '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory, **{"oozie_suspend_on_nodes": "a"})
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUSPENDED
+    assert {nodes(workflow)["a"][0], nodes(workflow)["b"][0]} == {N.PREP}
+    assert drive() == 0  # nothing is claimed while suspended
+    request_control(workflow.id, "resume", check=lambda _: None)
+    run_pending_commands()
+    assert drive() == 2
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED
