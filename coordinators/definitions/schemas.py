@@ -39,14 +39,18 @@ class _LocalResolver(etree.Resolver):
 @cache
 def _schema(namespace: str) -> etree.XMLSchema:
     """The compiled schema of a namespace, together with the SLA schemas its actions may embed."""
-    imports = [(namespace, SCHEMAS[namespace]), *SLA_SCHEMAS.items()]
+    return compile_imports([(namespace, SCHEMAS[namespace]), *SLA_SCHEMAS.items()], _LocalResolver())
+
+
+def compile_imports(imports: list[tuple[str, str]], resolver: etree.Resolver, scheme: str = _LOCAL_SCHEME) -> etree.XMLSchema:
+    """One schema importing each (namespace, packaged file name), the files served by `resolver` only."""
     wrapper = (
         '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">'
-        + "".join(f'<xs:import namespace="{ns}" schemaLocation="{_LOCAL_SCHEME}{name}"/>' for ns, name in imports)
+        + "".join(f'<xs:import namespace="{ns}" schemaLocation="{scheme}{name}"/>' for ns, name in imports)
         + "</xs:schema>"
     )
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
-    parser.resolvers.add(_LocalResolver())
+    parser.resolvers.add(resolver)
     return etree.XMLSchema(etree.fromstring(wrapper.encode(), parser=parser))
 
 

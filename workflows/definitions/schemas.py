@@ -65,14 +65,9 @@ def _schema() -> etree.XMLSchema:
         *((ns, name) for ns, (_, name) in EXTENSION_SCHEMAS.items()),
         *SLA_SCHEMAS.items(),
     ]
-    wrapper = (
-        '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">'
-        + "".join(f'<xs:import namespace="{ns}" schemaLocation="{_LOCAL_SCHEME}{name}"/>' for ns, name in imports)
-        + "</xs:schema>"
-    )
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
-    parser.resolvers.add(_LocalResolver())
-    return etree.XMLSchema(etree.fromstring(wrapper.encode(), parser=parser))
+    from coordinators.definitions.schemas import compile_imports
+
+    return compile_imports(list(imports), _LocalResolver(), _LOCAL_SCHEME)
 
 
 def supported_namespaces() -> list[str]:
