@@ -35,7 +35,7 @@ def test_real_worker_runs_a_task_end_to_end(live_workers: Callable[..., WorkerPr
 
 def _get(url: str) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(url, timeout=20) as response:  # noqa: S310 - loopback only; a first request may wait for a busy machine
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
