@@ -5,37 +5,90 @@ URIs and configuration. On PostgreSQL, COPY takes the rows without building one 
 statement per chunk through the ORM, several times faster for rows this size.
 Uniqueness of (job, number) still holds: a duplicate fails the command's transaction, as
 the constraint demands (materialization runs under the job's key, so none is expected).
+
+`ActionWriter` streams: each action goes into the COPY as soon as it is made, so the
+server stores rows while the next ones are planned (two cores work instead of one in
+turn). It writes in the caller's transaction, so a failure anywhere rolls back every row
+(ADR 0024); nothing else may use the connection while the COPY is open.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from operator import attrgetter
+from types import TracebackType
 from typing import Any
 
 from django.db import connection, models
 
 from coordinators.models import CoordinatorAction
 
+Getter = Callable[[CoordinatorAction], Any]
+#: pre_save implementations that only read the attribute (the date ones do without auto_now/auto_now_add).
+_PLAIN_PRE_SAVE = frozenset({models.Field.pre_save, models.DateField.pre_save, models.DateTimeField.pre_save})
 
-def _value(field: models.Field[Any, Any], obj: CoordinatorAction) -> Any:
-    value = field.pre_save(obj, True)
+
+def _getter(field: models.Field[Any, Any]) -> Getter:
+    """How a field's database value is read from a new action: what `field.pre_save(obj, add=True)` and,
+    for JSON, `json.dumps` give, decided once per field instead of once per field of every row."""
+    attname = field.attname
     if isinstance(field, models.JSONField):
-        return None if value is None else json.dumps(value, cls=field.encoder)
-    return value
+        encoder = field.encoder
+
+        def as_json(obj: CoordinatorAction) -> Any:
+            value = getattr(obj, attname)
+            return None if value is None else json.dumps(value, cls=encoder)
+
+        return as_json
+    automatic = isinstance(field, models.DateField) and (field.auto_now or field.auto_now_add)
+    if automatic or type(field).pre_save not in _PLAIN_PRE_SAVE:
+        return lambda obj: field.pre_save(obj, True)  # sets and returns now (auto_now), or the field's own rule
+    return attrgetter(attname)
+
+
+class ActionWriter:
+    """Writes new actions in the current transaction: streamed into COPY on PostgreSQL, bulk_create elsewhere.
+
+    Use as a context manager; `add` each action; the rows are written when the block ends
+    without an error (on PostgreSQL, a failing block aborts the COPY and so the transaction).
+    The COPY opens at the first action: a block that adds none costs no statement.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[CoordinatorAction] = []
+        self._stack = ExitStack()
+        self._copy: Any = None
+        self._getters: list[Getter] = []
+
+    def __enter__(self) -> ActionWriter:
+        return self
+
+    def add(self, action: CoordinatorAction) -> None:
+        """Write (or, off PostgreSQL, queue) one new action."""
+        if connection.vendor != "postgresql":
+            self._pending.append(action)
+            return
+        if self._copy is None:
+            fields = list(CoordinatorAction._meta.concrete_fields)
+            self._getters = [_getter(field) for field in fields]
+            quote = connection.ops.quote_name
+            columns = ", ".join(quote(str(field.column)) for field in fields)
+            statement = f"COPY {quote(CoordinatorAction._meta.db_table)} ({columns}) FROM STDIN"
+            self._stack.enter_context(connection.wrap_database_errors)  # IntegrityError, not psycopg's own
+            cursor = self._stack.enter_context(connection.cursor())
+            self._copy = self._stack.enter_context(cursor.cursor.copy(statement))
+        self._copy.write_row([getter(action) for getter in self._getters])
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        self._stack.__exit__(kind, error, trace)  # ends the COPY, or fails it with the error
+        if kind is None and self._pending:
+            CoordinatorAction.objects.bulk_create(self._pending)
 
 
 def insert_actions(actions: Sequence[CoordinatorAction]) -> None:
     """Insert new actions in the current transaction (COPY on PostgreSQL)."""
-    if not actions:
-        return
-    if connection.vendor != "postgresql":
-        CoordinatorAction.objects.bulk_create(actions)
-        return
-    fields = list(CoordinatorAction._meta.concrete_fields)
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(str(field.column)) for field in fields)
-    statement = f"COPY {quote(CoordinatorAction._meta.db_table)} ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for obj in actions:
-            copy.write_row([_value(field, obj) for field in fields])
+    with ActionWriter() as writer:
+        for action in actions:
+            writer.add(action)

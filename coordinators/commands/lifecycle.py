@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
-from coordinators.bulk import insert_actions
+from coordinators.bulk import ActionWriter
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
 from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange, record_changes
-from coordinators.plan import ResolvedCoordinator, plan_action
+from coordinators.plan import ActionPlanner, ResolvedCoordinator
 from coordinators.sla.evaluate import plan_sla
 from coordinators.sla.service import register_actions
 from datasets.timeline import count_before, iter_nominal_times, nominal_time
@@ -52,6 +52,22 @@ def recompute_progress(
         None if job.done_materializing
         else nominal_time(resolved.start, job.last_action_number, resolved.frequency, resolved.tz)
     )
+
+
+def throttle_room(job: CoordinatorJob, wanted: int) -> int:
+    """How many more WAITING actions the job's throttle allows; when that is more than `wanted`,
+    possibly a lower bound of it (which decides exactly as the count would).
+
+    A job has at most last_action_number actions (numbers run from 1 without gaps), so at most
+    that many WAITING: when throttle minus that already leaves room for more than `wanted`, the
+    count (up to `throttle` rows, again for every chunk of a long catch-up) cannot change anything.
+    """
+    bound = job.throttle - job.last_action_number
+    if bound > wanted:
+        return bound
+    # Counting stops at the throttle: a long backlog costs no more than a full one.
+    waiting = job.actions.filter(status=ActionStatus.WAITING)[: max(0, job.throttle)].count()
+    return max(0, job.throttle - waiting)
 
 
 @dataclass
@@ -104,11 +120,10 @@ class CoordMaterializeXCommand(JobCommand):
         horizon = min(job.end_time, now + lookahead())
         if job.pause_time is not None:
             horizon = min(horizon, job.pause_time)
-        # Counting stops at the throttle: a long backlog costs no more than a full one.
-        waiting = job.actions.filter(status=ActionStatus.WAITING)[: max(0, job.throttle)].count()
-        room = max(0, job.throttle - waiting)
         due_total = count_before(resolved.start, horizon, resolved.frequency, resolved.tz)
-        wanted = min(chunk_size(), room, max(0, due_total - job.last_action_number))
+        due_left = max(0, due_total - job.last_action_number)
+        room = throttle_room(job, min(chunk_size(), due_left))
+        wanted = min(chunk_size(), room, due_left)
         created = []
         first_index = job.last_action_number  # 0-based index of the next action
         # From the job's start, skipping what exists: a later nominal time taken as a start would
@@ -122,34 +137,41 @@ class CoordMaterializeXCommand(JobCommand):
         )
         flags = {event.name: resolved.datasets[event.dataset].done_flag for event in resolved.app.input_events}
         failed = 0
-        for offset, nominal in enumerate(times):
-            number = first_index + offset + 1
-            try:
-                plan = plan_action(resolved, number, now=now, nominal=nominal)
-            except DefinitionError as exc:
-                # An input that can never be right at this nominal time (a reversed range, a start
-                # out of phase): the action exists, FAILED with the reason, and never runs (issue 16).
-                broken = CoordinatorAction(
-                    id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
-                    nominal_time=nominal, created_time=now, error_message=str(exc)[:4000],
-                )
-                broken.transition_to(ActionStatus.FAILED)
-                created.append(broken)
-                failed += 1
-                continue
-            waits_from = max(nominal, now)  # Oozie: waiting time counts from max(nominal, created)
-            created.append(
-                CoordinatorAction(
+        planner = ActionPlanner(resolved)  # what is the same for every action of the job, computed once
+        # Each row goes to the database as soon as it is planned (ActionWriter): all or none of
+        # them commit with this command's transaction.
+        with ActionWriter() as writer:
+            for offset, nominal in enumerate(times):
+                number = first_index + offset + 1
+                try:
+                    plan = planner.plan(number, now=now, nominal=nominal)
+                except DefinitionError as exc:
+                    # An input that can never be right at this nominal time (a reversed range, a start
+                    # out of phase): the action exists, FAILED with the reason, and never runs (issue 16).
+                    broken = CoordinatorAction(
+                        id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
+                        nominal_time=nominal, created_time=now, error_message=str(exc)[:4000],
+                    )
+                    broken.transition_to(ActionStatus.FAILED)
+                    writer.add(broken)
+                    created.append(broken)
+                    failed += 1
+                    continue
+                waits_from = max(nominal, now)  # Oozie: waiting time counts from max(nominal, created)
+                action = CoordinatorAction(
                     id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
                     nominal_time=nominal, created_time=now, data_in=plan.data_in, data_out=plan.data_out,
                     run_conf={"app_path": plan.app_path, **plan.configuration},
-                    missing_dependencies=[[uri, flags[name]] for name, uris in plan.data_in.items() for uri in uris],
+                    # (uri, flag) pairs are stored as the same JSON arrays as lists would be; tuples of
+                    # strings leave the garbage collector's care, so a chunk of them is not rescanned by
+                    # every full collection while it is built (ADR 0024).
+                    missing_dependencies=[(uri, flags[name]) for name, uris in plan.data_in.items() for uri in uris],
                     next_check_at=nominal,
                     timeout_at=None if job.timeout < 0 else waits_from + timedelta(minutes=job.timeout),
                     sla=plan_sla(resolved, plan, now),
                 )
-            )
-        insert_actions(created)
+                writer.add(action)
+                created.append(action)
         for action in created:  # inserted in bulk: record what the broken ones went through (WAITING -> FAILED)
             changes = action.__dict__.pop("_changes", [])
             record_changes(StatusChange.Kind.ACTION, action.id, job.id,

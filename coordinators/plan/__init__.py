@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coordinators.plan.library import REGISTRY, InstanceRef, StorageQuery
 from coordinators.plan.logic import Logic, LogicError, Outcome, describe_waiting
-from coordinators.plan.materialize import ActionPlan, iter_action_plans, plan_action
+from coordinators.plan.materialize import ActionPlan, ActionPlanner, iter_action_plans, plan_action
 from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, resolve_coordinator
 from coordinators.plan.start import (
     StartResolution,
@@ -17,6 +17,7 @@ from coordinators.plan.start import (
 __all__ = [
     "REGISTRY",
     "ActionPlan",
+    "ActionPlanner",
     "InstanceRef",
     "Logic",
     "LogicError",

@@ -94,15 +94,19 @@ class DatasetTimeline:
         Indexes before the initial instance are dropped. The count is checked before any
         instance is computed, so a hostile range such as current(-1000000000) costs nothing.
         """
+        return [self.instance(k) for k in self.indexes_between(first_index, last_index, max_instances=max_instances)]
+
+    def indexes_between(self, first_index: int, last_index: int, *, max_instances: int = DEFAULT_MAX_INSTANCES) -> range:
+        """The indexes `between` returns the instances of: before the initial instance dropped, the count checked."""
         low = max(first_index, 0)
         if last_index < low:
-            return []
+            return range(0)
         count = last_index - low + 1
         if count > max_instances:
             raise TooManyInstancesError(
                 f"the range resolves to {count} instances; at most {max_instances} are allowed"
             )
-        return [self.instance(k) for k in range(low, last_index + 1)]
+        return range(low, last_index + 1)
 
 
 def shift(moment: datetime, n: int, unit: str, tz: tzinfo) -> datetime:

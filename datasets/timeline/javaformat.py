@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 
 from datasets.timeline.datetimes import format_datetime, parse_datetime, require_aware
 from datasets.timeline.errors import TimelineError
@@ -36,6 +38,14 @@ def _week_of_year(value: datetime) -> int:
     return (value.timetuple().tm_yday - 1 + jan1.isoweekday() % 7) // 7 + 1
 
 
+_NUMBERS: dict[str, Callable[[datetime], int]] = {
+    "d": lambda value: value.day, "H": lambda value: value.hour, "m": lambda value: value.minute,
+    "s": lambda value: value.second, "k": lambda value: value.hour or 24, "K": lambda value: value.hour % 12,
+    "h": lambda value: (value.hour % 12) or 12, "D": lambda value: value.timetuple().tm_yday,
+    "u": lambda value: value.isoweekday(), "w": _week_of_year, "F": lambda value: (value.day - 1) // 7 + 1,
+}
+
+
 def _field(letter: str, width: int, value: datetime) -> str:
     if letter == "y":
         return f"{value.year % 100:02d}" if width == 2 else f"{value.year:0{width}d}"
@@ -43,14 +53,9 @@ def _field(letter: str, width: int, value: datetime) -> str:
         if width >= 4:
             return _MONTHS[value.month - 1]
         return _MONTHS[value.month - 1][:3] if width == 3 else f"{value.month:0{width}d}"
-    numbers = {
-        "d": value.day, "H": value.hour, "m": value.minute, "s": value.second,
-        "k": value.hour or 24, "K": value.hour % 12, "h": (value.hour % 12) or 12,
-        "D": value.timetuple().tm_yday, "u": value.isoweekday(), "w": _week_of_year(value),
-        "F": (value.day - 1) // 7 + 1,
-    }
-    if letter in numbers:
-        return f"{numbers[letter]:0{width}d}"
+    number = _NUMBERS.get(letter)
+    if number is not None:
+        return f"{number(value):0{width}d}"
     if letter == "S":
         return f"{value.microsecond // 1000:0{max(width, 3)}d}"
     if letter == "E":
@@ -67,12 +72,16 @@ def _field(letter: str, width: int, value: datetime) -> str:
     raise TimelineError(f"date pattern letter {letter!r} is not supported")
 
 
-def format_java(value: datetime, pattern: str) -> str:
-    """Format an aware datetime with a Java SimpleDateFormat pattern ('quoted' text, '' for a quote)."""
-    require_aware(value)
+#: A compiled pattern: literal text, or (letter, width) of a field.
+Token = str | tuple[str, int]
+
+
+@lru_cache(maxsize=256)
+def _compile(pattern: str) -> tuple[Token, ...]:
+    """A pattern split into literals and fields, once per pattern (materialization formats the same one per action)."""
     if len(pattern) > MAX_PATTERN:
         raise TimelineError(f"date pattern longer than {MAX_PATTERN} characters")
-    out: list[str] = []
+    out: list[Token] = []
     i, n = 0, len(pattern)
     while i < n:
         ch = pattern[i]
@@ -101,12 +110,26 @@ def format_java(value: datetime, pattern: str) -> str:
             width = 1
             while i + width < n and pattern[i + width] == ch:
                 width += 1
-            out.append(_field(ch, width, value))
+            if ch not in _LETTERS:
+                raise TimelineError(f"date pattern letter {ch!r} is not supported")
+            out.append((ch, width))
             i += width
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    return tuple(out)
+
+
+#: Every letter _field knows; any other is refused when the pattern is compiled.
+_LETTERS = frozenset("yMSEazZXG") | frozenset(_NUMBERS)
+
+
+def format_java(value: datetime, pattern: str) -> str:
+    """Format an aware datetime with a Java SimpleDateFormat pattern ('quoted' text, '' for a quote)."""
+    require_aware(value)
+    if len(pattern) > MAX_PATTERN:
+        raise TimelineError(f"date pattern longer than {MAX_PATTERN} characters")
+    return "".join(token if isinstance(token, str) else _field(token[0], token[1], value) for token in _compile(pattern))
 
 
 def format_time(timestamp: str, pattern: str, tz: tzinfo = UTC) -> str:
