@@ -29,6 +29,7 @@ from xcommands.errors import FencedOut, PreconditionFailed, UnknownCommand
 from xcommands.heartbeat import heartbeat
 from xcommands.models import Command
 from xcommands.queue import ring, ring_stale_after
+from xcommands.sqlite_busy import yield_to_waiters
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,9 @@ def process(command_id: int) -> str:
             if drain.taken is None:
                 break
             claim = drain.taken
+            # SQLite: a drain's transactions follow each other closely; let writers that
+            # wait for the database lock (other keys' enqueues, claims, starts) go first.
+            yield_to_waiters(connection)
     finally:
         _local.drain = None
     return first_outcome

@@ -21,6 +21,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from xcommands.choices import LEASED_STATUSES
+from xcommands.sqlite_busy import set_timeout
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,7 @@ class _Renewer:
         try:
             if connection.vendor == "sqlite":
                 # Do not wait long behind a writer: the next beat will try again.
-                with connection.cursor() as cursor:
-                    cursor.execute("PRAGMA busy_timeout = 1000")
+                set_timeout(connection, 1000)
             now = timezone.now()
             for kind, rows in by_kind.items():
                 lease = _KINDS[kind]
