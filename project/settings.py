@@ -157,6 +157,9 @@ BROKER_VISIBILITY_TIMEOUT = env_int("BROKER_VISIBILITY_TIMEOUT", 3600)
 # directly, up to this many commands and this long, before ringing it instead (fairness).
 COMMAND_DRAIN_MAX = env_int("COMMAND_DRAIN_MAX", 16)
 COMMAND_DRAIN_QUANTUM_MS = env_int("COMMAND_DRAIN_QUANTUM_MS", 20)
+# SQLite: a writer waiting for the database lock tries again this often (microseconds) and a
+# draining worker lets it in first, instead of SQLite's 1-100 ms backoff (0: SQLite's own).
+COMMAND_SQLITE_BUSY_POLL_US = env_int("COMMAND_SQLITE_BUSY_POLL_US", 200)
 # PostgreSQL: the engine's claim and completion statements are prepared once per connection.
 # Turn off behind a transaction-mode connection pooler that cannot keep prepared statements.
 COMMAND_PREPARED_STATEMENTS = env_bool("COMMAND_PREPARED_STATEMENTS", True)

@@ -26,13 +26,13 @@ def _operation(options: dict[str, Any], log: Callable[[str], None]) -> dict[str,
 def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from coordinators.benchmarks import run_materialize_plan_bench
 
-    return run_materialize_plan_bench(options["actions"], log)
+    return run_materialize_plan_bench(options["actions"] or 100_000, log)
 
 
 def _materialize(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     from coordinators.bench_runtime import run_materialize_bench
 
-    return run_materialize_bench(options["actions"], log)
+    return run_materialize_bench(options["actions"] or 100_000, log)
 
 
 def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -60,6 +60,12 @@ def _workflow(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, 
     from workflows.benchmarks import run_workflow_bench
 
     return run_workflow_bench(options["jobs"] or 200, options["width"], options["workers"], log)
+
+
+def _actions(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    from coordinators.bench_actions import run_actions_bench
+
+    return run_actions_bench(options["jobs"] or 100, options["actions"] or 100, options["workers"], log)
 
 
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -99,6 +105,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "operation": _operation,
     "batch": _batch,
     "workflow": _workflow,
+    "actions": _actions,
 }
 
 
@@ -117,9 +124,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--samples", type=int, default=300, help="keyed-queue: cold-key latencies measured per phase"
         )
-        parser.add_argument("--actions", type=int, default=100_000, help="materialize(-plan): actions to create or plan")
         parser.add_argument(
-            "--jobs", type=int, help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000)"
+            "--actions", type=int, help="materialize(-plan): actions to create or plan (default 100,000); actions: per job (default 100)"
+        )
+        parser.add_argument(
+            "--jobs", type=int, help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000); actions: coordinators (default 100)"
         )
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
         parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
