@@ -67,16 +67,12 @@ class PreparedCoordinator:
 
 def workflow_app_path(app_path: str, app_dir: str | None) -> str:
     """A workflow application's path: a relative one is relative to the coordinator's own directory."""
-    import posixpath
+    from workflows.engine import relative_to
 
     path = app_path.strip()
-    if not path or "://" in path or path.startswith("/") or "${" in path or not app_dir:
-        return path
-    base = app_dir.rstrip("/")
-    if "://" in base:
-        scheme, rest = base.split("://", 1)
-        return f"{scheme}://{posixpath.normpath(posixpath.join(rest, path))}"
-    return posixpath.normpath(posixpath.join(base, path))
+    if "${" in path or not app_dir:
+        return path  # resolved per action, checked at launch
+    return relative_to(path, app_dir)
 
 
 def check_workflow_application(app_path: str, *, trusted: bool, source: str) -> None:

@@ -497,7 +497,7 @@ def kill_tree(workflow_id: str, now: datetime, reason: str) -> None:
 
 
 def relative_to(app_path: str, parent: str) -> str:
-    """A sub-workflow's app-path: a relative one is relative to the parent application's directory."""
+    """An application path relative to the directory `parent` (a sub-workflow's to its parent application, an action's to its coordinator); absolute paths and URIs as they are."""
     import posixpath
 
     path = app_path.strip()

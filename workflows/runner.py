@@ -202,8 +202,8 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
     with transaction.atomic():
         # The workflow row first, then the node: the order every writer of a workflow's nodes
         # takes (verbs, the DAG's transitions), so two of them never wait for each other.
-        workflow_id = WorkflowNode.objects.filter(pk=node_id).values_list("workflow_id", flat=True).first()
-        list(WorkflowJob.objects.select_for_update().filter(pk=workflow_id).values_list("id", flat=True))
+        # A node's id is `<workflow id>@<name>`: the row is locked without reading the node first.
+        list(WorkflowJob.objects.select_for_update().filter(pk=node_id.partition("@")[0]).values_list("id", flat=True))
         node = (
             WorkflowNode.objects.select_for_update(of=("self",)).select_related("workflow")
             .filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).first()
