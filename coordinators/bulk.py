@@ -14,9 +14,10 @@ turn). It writes in the caller's transaction, so a failure anywhere rolls back e
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from operator import attrgetter
 from types import TracebackType
 from typing import Any
@@ -48,6 +49,14 @@ def _getter(field: models.Field[Any, Any]) -> Getter:
     return attrgetter(attname)
 
 
+def _encoder(field: models.Field[Any, Any]) -> Callable[[Any], str] | None:
+    """How a value of the field is written by COPY: JSON text for a JSON field, else as it is (None)."""
+    if isinstance(field, models.JSONField):
+        encoder = field.encoder
+        return lambda value: json.dumps(value, cls=encoder)
+    return None
+
+
 class ActionWriter:
     """Writes new actions in the current transaction: streamed into COPY on PostgreSQL, bulk_create elsewhere.
 
@@ -61,6 +70,7 @@ class ActionWriter:
         self._stack = ExitStack()
         self._copy: Any = None
         self._getters: list[Getter] = []
+        self._row: list[tuple[str, Callable[[Any], str] | None, Any]] | None = None
 
     def __enter__(self) -> ActionWriter:
         return self
@@ -81,10 +91,61 @@ class ActionWriter:
             self._copy = self._stack.enter_context(cursor.cursor.copy(statement))
         self._copy.write_row([getter(action) for getter in self._getters])
 
+    def add_values(self, values: dict[str, Any]) -> None:
+        """Write one new action given by field values (attribute names; the rest take their defaults).
+
+        On PostgreSQL no model object is built: the row is the values, JSON fields encoded, and
+        every other column's value taken once from a prototype action (defaults; `auto_now`
+        stamps the writer's first row's time). Elsewhere it is `add(CoordinatorAction(**values))`.
+        """
+        if connection.vendor != "postgresql":
+            self.add(CoordinatorAction(**values))
+            return
+        if self._row is None:
+            prototype = CoordinatorAction(**values)
+            self.add(prototype)  # opens the COPY; its row is written the usual way
+            fields = list(CoordinatorAction._meta.concrete_fields)
+            self._row = [
+                (field.attname, _encoder(field), None)
+                if field.attname in values
+                else ("", None, getter(prototype))
+                for field, getter in zip(fields, self._getters, strict=True)
+            ]
+            return
+        row = []
+        for name, encode, constant in self._row:
+            if not name:
+                row.append(constant)
+            elif encode is None:
+                row.append(values[name])
+            else:
+                value = values[name]
+                row.append(None if value is None else encode(value))
+        self._copy.write_row(row)
+
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
         self._stack.__exit__(kind, error, trace)  # ends the COPY, or fails it with the error
         if kind is None and self._pending:
             CoordinatorAction.objects.bulk_create(self._pending)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a chunk of actions is built (ADR 0024).
+
+    A chunk makes hundreds of thousands of small objects that all live until the chunk is
+    written, so every generation-0 collection scans them and promotes them for nothing; they
+    hold no reference cycles and are freed by reference counting when the chunk ends. The
+    collector is on again afterwards (as it was), and a chunk is bounded by
+    COORD_MATERIALIZATION_CHUNK, so memory stays bounded.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def insert_actions(actions: Sequence[CoordinatorAction]) -> None:

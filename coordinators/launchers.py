@@ -9,8 +9,9 @@ happened through the hooks registered below, whichever kind of node it was:
 - started: SUBMITTED -> RUNNING by compare-and-set (a fact only the worker knows; it cannot
   conflict with the job's commands: anything that moved the action first makes it match
   nothing), not a command: one command fewer per action (ADR 0006).
-- ended: an action-status command on the job's key, written in the transaction that records
-  the run's end, so the report is as durable as the outcome (ADR 0008).
+- ended: settled in the transaction that records the run's end, so the outcome is as durable as
+  the run's (ADR 0008): by compare-and-set when no command holds the action's row (ADR 0027),
+  else through an action-status command on the job's key.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.conf import settings
 from django.utils import timezone
 
 from coordinators.batch_launch import is_batch_app, launch_batches
@@ -41,17 +43,22 @@ def launch_actions(job: CoordinatorJob, actions: Iterable[CoordinatorAction], no
 
     The caller saves the actions. The runs' messages (and batch submissions) are sent after commit.
     """
-    tasks: list[CoordinatorAction] = []
-    batches: list[CoordinatorAction] = []
-    applications: list[CoordinatorAction] = []
-    for action in actions:
+    launch_many([(job, action) for action in actions], now)
+
+
+def launch_many(launches: Iterable[tuple[CoordinatorJob, CoordinatorAction]], now: datetime) -> None:
+    """`launch_actions` for actions of any jobs: the `task:` runs of them all are inserted together."""
+    tasks: list[tuple[CoordinatorJob, CoordinatorAction]] = []
+    batches: dict[str, tuple[CoordinatorJob, list[CoordinatorAction]]] = {}
+    applications: list[tuple[CoordinatorJob, CoordinatorAction]] = []
+    for job, action in launches:
         app_path = str(action.run_conf.get("app_path", ""))
         if is_batch_app(app_path):
-            batches.append(action)
+            batches.setdefault(job.pk, (job, []))[1].append(action)
         elif app_path.startswith(TASK_SCHEME):
-            tasks.append(action)
+            tasks.append((job, action))
         else:
-            applications.append(action)
+            applications.append((job, action))
     runs = start_workflows(
         [
             Launch(
@@ -62,14 +69,17 @@ def launch_actions(job: CoordinatorJob, actions: Iterable[CoordinatorAction], no
                 run=action.run_count,
                 owner_id=job.owner_id,
             )
-            for action in tasks
+            for job, action in tasks
         ],
         now,
     )
-    runs += launch_batches(job, batches, now)
-    runs += [launch_application(job, action, now) for action in applications]
-    for action, run in zip(tasks + batches + applications, runs, strict=True):
+    for action, run in zip([action for _, action in tasks], runs, strict=True):
         action.external_id = run.id
+    for job, actions in batches.values():
+        for action, run in zip(actions, launch_batches(job, actions, now), strict=True):
+            action.external_id = run.id
+    for job, action in applications:
+        action.external_id = launch_application(job, action, now).id
 
 
 def launch_application(job: CoordinatorJob, action: CoordinatorAction, now: datetime) -> WorkflowJob:
@@ -118,19 +128,75 @@ def _started(workflow: WorkflowJob, node: WorkflowNode) -> None:
 
 
 def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:
-    """The action's run ended: report it through a command on the job's key (same transaction)."""
+    """The action's run ended: settle the action in the same transaction, or report it through a command on the job's key.
+
+    The action row is taken `FOR UPDATE SKIP LOCKED` (ADR 0027): when no command holds it, the
+    action moves to the run's outcome here by compare-and-set (it must still be launched and
+    wait for this run), its outputs are announced, and only what needs the job's key is queued
+    (a start of READY actions the freed slot lets in, the job's status when the run failed or
+    the job may be done). When a command holds the row, or the action moved on, the
+    `CoordActionStatusXCommand` is queued as before and decides under the key. Either way the
+    outcome commits exactly when the run's end does.
+    """
     from coordinators.commands.actions import CoordActionStatusXCommand
 
     if workflow.coord_action_id is None:
         return
     job_id, _, number = workflow.coord_action_id.rpartition("@")
+    status = ACTION_OF_WORKFLOW[WorkflowStatus(workflow.status)]
+    if settle_action(workflow, status):
+        return
     enqueue(CoordActionStatusXCommand(
         job_id=job_id,
         number=int(number),
-        status=ACTION_OF_WORKFLOW[WorkflowStatus(workflow.status)],
+        status=status,
         error=workflow.error_message,
         workflow_id=workflow.id,
     ))
+
+
+def settle_action(workflow: WorkflowJob, status: str) -> bool:
+    """Move the run's action to its outcome if nobody holds its row and it still waits for this run; whether it did."""
+    from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, JOB_MATERIALIZING
+    from coordinators.commands.actions import (
+        STARTING_JOB_STATUSES,
+        CoordActionReadyXCommand,
+        CoordJobStatusXCommand,
+        announce_outputs,
+    )
+    from coordinators.history import acting_as
+    from project.locking import skip_locked
+
+    if not getattr(settings, "COORD_SETTLE_ON_END", True):
+        return False
+    action = (
+        skip_locked(CoordinatorAction.objects.filter(
+            pk=workflow.coord_action_id, status__in=sorted(ACTION_ACTIVE), external_id=workflow.id,
+        )).defer("sla").first()
+    )
+    if action is None:
+        return False  # held by a command, or no longer waiting for this run: the command decides
+    now = timezone.now()
+    with acting_as(f"worker (run {workflow.id})"):
+        if status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED) and action.status == ActionStatus.SUBMITTED:
+            action.transition_to(ActionStatus.RUNNING)
+        action.transition_to(status)
+        action.error_message = (workflow.error_message or "")[:4000]
+        action.save(update_fields=["status", "error_message"])
+    if status == ActionStatus.SUCCEEDED:
+        announce_outputs(action, now)
+    job = CoordinatorJob.objects.filter(pk=action.job_id).values("status", "done_materializing").first()
+    if job is None:
+        return True
+    others = CoordinatorAction.objects.filter(job_id=action.job_id).exclude(pk=action.pk)
+    if job["status"] in STARTING_JOB_STATUSES and others.filter(status=ActionStatus.READY).exists():
+        enqueue(CoordActionReadyXCommand(job_id=action.job_id))  # the freed slot lets a READY action in
+    if job["status"] in JOB_MATERIALIZING and (
+        status != ActionStatus.SUCCEEDED
+        or (job["done_materializing"] and not others.filter(status__in=sorted(ACTION_PENDING | ACTION_ACTIVE)).exists())
+    ):
+        enqueue(CoordJobStatusXCommand(job_id=action.job_id))  # RUNNINGWITHERROR, or the job's end
+    return True
 
 
 def register() -> None:

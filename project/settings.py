@@ -182,6 +182,17 @@ BUNDLE_KICKOFF_SECONDS = env_int("BUNDLE_KICKOFF_SECONDS", 1)
 # Actions are created ahead of time (look-ahead); their input checks run at their due time,
 # woken between ticks (ADR 0017) at most this often, so this bounds the start latency.
 COORD_INPUT_TICK_SECONDS = env_int("COORD_INPUT_TICK_SECONDS", 1)
+# Due start (ADR 0026): at their nominal time the due actions of many jobs are checked and started
+# in one transaction per chunk of this many jobs, instead of one input-check command per job, by
+# up to COORD_DUE_START_PARALLEL worker processes at once. Jobs whose commands are busy,
+# LAST_ONLY/NONE jobs, input logic and coord:latest/future keep the per-job commands; false
+# sends every job through them.
+COORD_DUE_START = env_bool("COORD_DUE_START", True)
+COORD_DUE_START_CHUNK = env_int("COORD_DUE_START_CHUNK", 100)
+COORD_DUE_START_PARALLEL = env_int("COORD_DUE_START_PARALLEL", 2)
+# A run's end settles its action by compare-and-set in the run's own transaction when no command
+# holds the action (ADR 0027); false reports every end through a CoordActionStatusXCommand.
+COORD_SETTLE_ON_END = env_bool("COORD_SETTLE_ON_END", True)
 # execution NONE: an action this many minutes past its nominal time is SKIPPED.
 COORD_EXECUTION_NONE_TOLERANCE_MINUTES = env_int("COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)
 # Recovery: a pending flag or an action nobody heard of for this long is looked at again.

@@ -91,8 +91,16 @@ def _check_waiting(now: datetime, due: Q, order: str, *, name_actions: bool) -> 
 
 
 def input_checks(now: datetime) -> int:
-    """Queue one input check per job with waiting actions whose check is due; the actions are marked pending."""
-    return _check_waiting(now, Q(next_check_at__lte=now), "next_check_at", name_actions=False)
+    """Check and start due actions in bulk (ADR 0026), then queue one input check per job for the rest; actions taken.
+
+    The rest (jobs whose commands are busy, LAST_ONLY/NONE, input logic, coord:latest/future,
+    checks due before their nominal time) are marked pending for their job's command.
+    """
+    from coordinators.due_start import fan_out, start_due
+
+    fan_out(now)
+    report = start_due(now)
+    return report.checked + _check_waiting(now, Q(next_check_at__lte=now), "next_check_at", name_actions=False)
 
 
 def pause_times(now: datetime) -> int:

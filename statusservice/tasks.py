@@ -49,6 +49,14 @@ def input_checks() -> int:
     return coordinators.input_checks(timezone.now())
 
 
+@shared_task(name="statusservice.due_start", ignore_result=True)
+def due_start() -> dict[str, int]:
+    """A helper of the input checks' due start: takes chunks of due jobs beside it (ADR 0026)."""
+    from coordinators.due_start import start_due
+
+    return start_due(timezone.now()).as_dict()
+
+
 @shared_task(name="statusservice.pause_times", ignore_result=True)
 def pause_times() -> int:
     """Pause jobs whose pause time came; unpause those whose pause time was reset or moved."""

@@ -102,8 +102,8 @@ def start_workflows(launches: list[Launch], now: datetime) -> list[WorkflowJob]:
         jobs.append(job)
     WorkflowJob.objects.bulk_create(jobs)
     WorkflowNode.objects.bulk_create(nodes)
-    for node in nodes:
-        dispatch_on_commit(node)
+    messages = [(node.task_id, node.queue, node.display_kwargs()) for node in nodes]
+    transaction.on_commit(partial(dispatch_many, messages))
     return jobs
 
 
@@ -117,7 +117,7 @@ def display_name(kwargs: dict[str, Any]) -> str:
     return f"{kwargs.get('task') or RUN_TASK} {kwargs.get('parent') or kwargs.get('node') or ''}".strip()
 
 
-def dispatch(task_id: str, queue: str, kwargs: dict[str, Any]) -> bool:
+def dispatch(task_id: str, queue: str, kwargs: dict[str, Any], producer: Any = None) -> bool:
     """Send one `workflows.run` message; a broker error is logged, not raised (recovery sends it again).
 
     The message runs `workflows.run` but is shown (Celery's `shadow`) as `<task> <action id>`,
@@ -126,12 +126,26 @@ def dispatch(task_id: str, queue: str, kwargs: dict[str, Any]) -> bool:
     from project.celery import app
 
     try:
-        app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue, shadow=display_name(kwargs))
+        app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue, shadow=display_name(kwargs), producer=producer)
     except Exception as exc:  # the broker may be down: the node stays PREP and is sent again
         log.warning("node %s (attempt %s) not sent: %s; recovery will send it again",
                     kwargs.get("node"), kwargs.get("attempt"), exc)
         return False
     return True
+
+
+def dispatch_many(messages: list[tuple[str, str, dict[str, Any]]]) -> int:
+    """Send many nodes' messages through one producer (one pool checkout, not one per message); how many went."""
+    from project.celery import app
+
+    if len(messages) <= 1:
+        return sum(dispatch(*message) for message in messages)
+    try:
+        with app.producer_or_acquire() as producer:
+            return sum(dispatch(*message, producer=producer) for message in messages)
+    except Exception as exc:  # no producer at all (broker down): each node stays PREP, recovery sends it
+        log.warning("%d node message(s) not sent: %s; recovery will send them again", len(messages), exc)
+        return 0
 
 
 def relaunch(node: WorkflowNode, now: datetime) -> None:

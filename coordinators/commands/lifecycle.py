@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
-from coordinators.bulk import ActionWriter
+from coordinators.bulk import ActionWriter, gc_paused
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
 from coordinators.definitions import DefinitionError
@@ -138,9 +138,10 @@ class CoordMaterializeXCommand(JobCommand):
         flags = {event.name: resolved.datasets[event.dataset].done_flag for event in resolved.app.input_events}
         failed = 0
         planner = ActionPlanner(resolved)  # what is the same for every action of the job, computed once
+        made, with_sla = 0, resolved.app.sla is not None
         # Each row goes to the database as soon as it is planned (ActionWriter): all or none of
         # them commit with this command's transaction.
-        with ActionWriter() as writer:
+        with gc_paused(), ActionWriter() as writer:
             for offset, nominal in enumerate(times):
                 number = first_index + offset + 1
                 try:
@@ -155,11 +156,12 @@ class CoordMaterializeXCommand(JobCommand):
                     broken.transition_to(ActionStatus.FAILED)
                     writer.add(broken)
                     created.append(broken)
+                    made += 1
                     failed += 1
                     continue
                 waits_from = max(nominal, now)  # Oozie: waiting time counts from max(nominal, created)
-                action = CoordinatorAction(
-                    id=CoordinatorAction.action_id(job.id, number), job=job, number=number,
+                values = dict(
+                    id=CoordinatorAction.action_id(job.id, number), job_id=job.id, number=number,
                     nominal_time=nominal, created_time=now, data_in=plan.data_in, data_out=plan.data_out,
                     run_conf={"app_path": plan.app_path, **plan.configuration},
                     # (uri, flag) pairs are stored as the same JSON arrays as lists would be; tuples of
@@ -170,8 +172,13 @@ class CoordMaterializeXCommand(JobCommand):
                     timeout_at=None if job.timeout < 0 else waits_from + timedelta(minutes=job.timeout),
                     sla=plan_sla(resolved, plan, now),
                 )
-                writer.add(action)
-                created.append(action)
+                made += 1
+                if with_sla:  # SLA registration wants the actions themselves
+                    action = CoordinatorAction(**values)
+                    writer.add(action)
+                    created.append(action)
+                else:  # no model object: the row goes straight to the writer (ADR 0024)
+                    writer.add_values(values)
         for action in created:  # inserted in bulk: record what the broken ones went through (WAITING -> FAILED)
             changes = action.__dict__.pop("_changes", [])
             record_changes(StatusChange.Kind.ACTION, action.id, job.id,
@@ -179,8 +186,8 @@ class CoordMaterializeXCommand(JobCommand):
         if resolved.app.sla is not None:
             register_actions(job, created, now=now)
         # Numbers continue without gaps from last_action_number; the unique (job, number) holds it.
-        recompute_progress(job, resolved, last_number=job.last_action_number + len(created))
-        more_due = not job.done_materializing and job.last_action_number < due_total and room > len(created)
+        recompute_progress(job, resolved, last_number=job.last_action_number + made)
+        more_due = not job.done_materializing and job.last_action_number < due_total and room > made
         job.pending = more_due
         job.save(update_fields=["last_action_number", "done_materializing", "next_materialize_at", "pending"])
         if more_due:
@@ -189,4 +196,4 @@ class CoordMaterializeXCommand(JobCommand):
             from coordinators.commands.actions import CoordJobStatusXCommand
 
             enqueue(CoordJobStatusXCommand(job_id=self.job_id))  # RUNNINGWITHERROR, as for any failed action
-        return {"created": len(created), "last_action_number": job.last_action_number}
+        return {"created": made, "last_action_number": job.last_action_number}

@@ -56,8 +56,11 @@ def test_a_tiny_actions_bench_runs_every_action_and_cleans_up(
     assert set(figures["stages"]) == STAGES and all(row["count"] == 6 for row in figures["stages"].values())
     commands = figures["commands"]
     assert commands["CoordStartXCommand"]["count"] == 2 and commands["CoordMaterializeXCommand"]["count"] >= 2
-    assert commands["CoordActionInputCheckXCommand"]["count"] >= 2  # one per job at least
-    assert commands["CoordActionStatusXCommand"]["count"] == 6  # one report per action
+    # Input checks and starts are the due start's (ADR 0026), ends are settled by the runs (ADR 0027): a
+    # command each only for a job whose key was busy at that moment, or an action a command held.
+    assert commands.get("CoordActionInputCheckXCommand", {"count": 0})["count"] <= 2
+    assert commands.get("CoordActionStatusXCommand", {"count": 0})["count"] <= 6
+    assert figures["commands_per_action"] < 2
     assert figures["commands_per_action"] == pytest.approx(sum(row["count"] for row in commands.values()) / 6, abs=1e-3)
     assert any("actions/s end to end" in line for line in lines)
     for model in (CoordinatorJob, CoordinatorAction, WorkflowJob, WorkflowNode, Command, CommandKey, StatusChange,

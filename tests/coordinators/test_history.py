@@ -82,7 +82,8 @@ def test_a_run_records_every_step_by_the_command_that_took_it(tmp_path: Path) ->
     enqueue(CoordActionStatusXCommand(job_id=job.id, number=1, status=ActionStatus.SUCCEEDED,
                                       workflow_id=action.external_id))
     run_pending_commands()
-    check_cmd, status_cmd = "coordinators.CoordActionInputCheckXCommand", "coordinators.CoordActionStatusXCommand"
+    # The due start (ADR 0026) checks and starts due actions of jobs whose key is idle: it names itself.
+    check_cmd, status_cmd = "coordinators.due-start (service)", "coordinators.CoordActionStatusXCommand"
     assert changes(action.id) == [
         ("WAITING", "READY", check_cmd), ("READY", "SUBMITTED", check_cmd),
         ("SUBMITTED", "RUNNING", status_cmd), ("RUNNING", "SUCCEEDED", status_cmd),
@@ -199,7 +200,7 @@ def test_the_api_serves_waiting_times_and_history(tmp_path: Path) -> None:
     assert body["waiting"] is None and body["ready_at"] is not None and body["submitted_at"] is not None
     history = api(ann).get(f"/api/v1/coordinator-actions/{action.id}/history/").json()["results"]
     assert [(h["from_status"], h["to_status"]) for h in history] == [("WAITING", "READY"), ("READY", "SUBMITTED")]
-    assert history[0]["by"] == "coordinators.CoordActionInputCheckXCommand"
+    assert history[0]["by"] == "coordinators.due-start (service)"
     job_history = api(ann).get(f"/api/v1/coordinator-jobs/{job.id}/history/").json()["results"]
     assert [(h["object_id"], h["to_status"]) for h in job_history] == [(job.id, "RUNNING")]
 

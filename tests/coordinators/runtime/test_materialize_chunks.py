@@ -67,6 +67,37 @@ def test_the_writer_stores_every_field_as_given() -> None:
         assert row.last_modified is not None and row.check_count == 0 and row.error_message == ""
 
 
+def as_values(item: CoordinatorAction) -> dict[str, object]:
+    """The field values a materialize command gives the writer for a new action."""
+    return {
+        "id": item.id, "job_id": item.job_id, "number": item.number, "nominal_time": item.nominal_time,
+        "created_time": item.created_time, "data_in": item.data_in, "data_out": item.data_out, "run_conf": item.run_conf,
+        "missing_dependencies": item.missing_dependencies, "next_check_at": item.next_check_at,
+        "timeout_at": item.timeout_at, "sla": {"nominal-time": "x"} if item.number == 2 else None,
+    }
+
+
+@pytest.mark.django_db
+def test_rows_given_as_values_equal_rows_given_as_actions() -> None:
+    """`add_values` (no model object on PostgreSQL) stores exactly what `add` stores, every column, defaults included."""
+    by_object, by_values = new_job(), new_job()
+    with ActionWriter() as writer:
+        for number in (1, 2, 3, 4):
+            item = action(by_object, number)
+            item.sla = as_values(item)["sla"]
+            writer.add(item)
+    with ActionWriter() as writer:
+        for number in (1, 2, 3, 4):
+            writer.add_values(as_values(action(by_values, number)))
+    skip = {"id", "job", "last_modified"}
+    names = [f.attname for f in CoordinatorAction._meta.concrete_fields if f.name not in skip]
+    first = list(CoordinatorAction.objects.filter(job=by_object).order_by("number").values(*names))
+    second = list(CoordinatorAction.objects.filter(job=by_values).order_by("number").values(*names))
+    assert len(first) == 4 and first == second
+    assert second[1]["sla"] == {"nominal-time": "x"} and second[0]["sla"] is None
+    assert not CoordinatorAction.objects.filter(job=by_values, last_modified__isnull=True).exists()
+
+
 @pytest.mark.django_db
 def test_a_failure_inside_the_block_writes_nothing() -> None:
     """An error after some actions were added (the COPY already open) leaves no row of them."""

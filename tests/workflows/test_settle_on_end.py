@@ -1,0 +1,140 @@
+"""A run's end settles its coordinator action in the run's own transaction (ADR 0027), or falls back to the command."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+from django.test import override_settings
+
+from coordinators.choices import ActionStatus
+from coordinators.models import CoordinatorAction, StatusChange
+from coordinators.services import submit_coordinator
+from statusservice.tasks import input_checks
+from tests.workflows.conftest import coordinator_xml, node_of, run_pending_commands
+from workflows import runner
+from workflows.choices import NodeStatus
+from xcommands.models import Command
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Launch = Callable[..., CoordinatorAction]
+STATUS_COMMAND = "coordinators.CoordActionStatusXCommand"
+
+
+def commands(name: str) -> int:
+    return Command.objects.filter(name=name).count()
+
+
+def history(action: CoordinatorAction) -> list[tuple[str, str, str]]:
+    return list(StatusChange.objects.filter(object_id=action.id).order_by("at", "id").values_list("from_status", "to_status", "by"))
+
+
+def test_a_succeeded_run_settles_its_action_without_a_command(launched: Launch) -> None:
+    """SUBMITTED -> RUNNING -> SUCCEEDED in the run's transaction, named after the run; the last action ends the job."""
+    action = launched()
+    node = node_of(action)
+    assert runner.run_node(node.id, 1) == NodeStatus.OK
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUCCEEDED and action.ended_at is not None and action.started_at is not None
+    assert commands(STATUS_COMMAND) == 0
+    by = f"worker (run {action.external_id})"
+    assert history(action)[-1] == (ActionStatus.RUNNING, ActionStatus.SUCCEEDED, by)
+    # The job had one action and is done materializing: its status is derived by one command.
+    assert Command.objects.filter(key=action.job_id, name="coordinators.CoordJobStatusXCommand").count() == 1
+    run_pending_commands()
+    action.job.refresh_from_db()
+    assert action.job.status == "SUCCEEDED"
+
+
+def test_a_failed_run_fails_its_action_and_the_job_derives_its_error(launched: Launch) -> None:
+    """FAILED with the task's error; the job's status command is queued in the same transaction."""
+    action = launched("examples.fail")
+    assert runner.run_node(node_of(action).id, 1) == NodeStatus.ERROR
+    action.refresh_from_db()
+    assert action.status == ActionStatus.FAILED and action.error_message
+    assert commands(STATUS_COMMAND) == 0
+    assert Command.objects.filter(key=action.job_id, name="coordinators.CoordJobStatusXCommand").count() == 1
+    run_pending_commands()
+    action.job.refresh_from_db()
+    assert action.job.status == "FAILED"  # its only action failed (spec 6.1.2)
+
+
+def test_the_freed_slot_starts_the_next_ready_action(in_process_engine: None) -> None:
+    """Concurrency 1: the second action waits READY; the first's end queues the start that lets it in."""
+    job = submit_coordinator(coordinator_xml("examples.noop", actions=2, concurrency=1), {},
+                             owner=User.objects.get_or_create(username="slot")[0])
+    run_pending_commands()
+    input_checks()
+    run_pending_commands()
+    first, second = job.actions.get(number=1), job.actions.get(number=2)
+    assert (first.status, second.status) == (ActionStatus.SUBMITTED, ActionStatus.READY)
+    assert runner.run_node(node_of(first).id, 1) == NodeStatus.OK
+    assert commands("coordinators.CoordActionReadyXCommand") == 1
+    run_pending_commands()
+    second.refresh_from_db()
+    assert second.status == ActionStatus.SUBMITTED
+
+
+def test_a_rerun_action_is_left_to_the_command(launched: Launch) -> None:
+    """The action waits for another run now: the old run's end settles nothing; the command skips it under the key."""
+    action = launched()
+    node = node_of(action)
+    CoordinatorAction.objects.filter(pk=action.pk).update(external_id="0000099-000000000000000-W")
+    assert runner.run_node(node.id, 1) == NodeStatus.OK
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUBMITTED
+    assert commands(STATUS_COMMAND) == 1
+    run_pending_commands()
+    assert Command.objects.get(name=STATUS_COMMAND).status == "SKIPPED"
+
+
+def test_off_by_setting_every_end_is_a_command(launched: Launch) -> None:
+    """COORD_SETTLE_ON_END=false: the end is reported through the status command, as before."""
+    action = launched()
+    with override_settings(COORD_SETTLE_ON_END=False):
+        assert runner.run_node(node_of(action).id, 1) == NodeStatus.OK
+    assert commands(STATUS_COMMAND) == 1
+    run_pending_commands()
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUCCEEDED
+    assert history(action)[-1][2] == STATUS_COMMAND
+
+
+def test_an_action_a_command_holds_is_not_waited_for(launched: Launch, tmp_path: Path) -> None:
+    """A command holding the action's row (a kill, a start): the run's end does not wait; its command decides later."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL (SQLite has one writer at a time)")
+    action = launched()
+    node = node_of(action)
+    # Already RUNNING, so the worker's start report (a compare-and-set that waits for row locks) has nothing to do.
+    CoordinatorAction.objects.filter(pk=action.pk).update(status=ActionStatus.RUNNING)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with transaction.atomic():
+            CoordinatorAction.objects.select_for_update().get(pk=action.pk)
+            locked.set()
+            release.wait(30)
+        connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        assert runner.run_node(node.id, 1) == NodeStatus.OK
+        assert time.monotonic() - started < 10  # not waited for
+    finally:
+        release.set()
+        holder.join(30)
+    assert commands(STATUS_COMMAND) == 1
+    run_pending_commands()
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUCCEEDED
+    assert history(action)[-1][2] == STATUS_COMMAND
