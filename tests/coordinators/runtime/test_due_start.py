@@ -289,3 +289,17 @@ def test_a_crowded_moment_sends_helpers(tmp_path: Path, redis_url: str) -> None:
         assert fan_out(timezone.now()) == 0  # one chunk holds them all
     messages = [json.loads(raw) for raw in client.lrange("services", 0, -1)]
     assert [m["headers"]["task"] for m in messages] == [DUE_START_TASK] * 2
+
+
+def test_the_precheck_records_available_inputs_before_any_job_is_locked(tmp_path: Path) -> None:
+    """Shared inputs are asked once, up front, in their own transaction: the chunks then insert nothing."""
+    from coordinators.due_start import precheck
+    from datasets.models import AvailableInstance
+
+    write_inputs(tmp_path, 2)  # the last two minutes exist, the third does not
+    jobs = [job(f"pre-{n}", tmp_path) for n in range(3)]  # all three read the same three minutes
+    materialized(*jobs)
+    assert precheck(timezone.now()) == 3  # three distinct inputs for nine due actions
+    recorded = set(AvailableInstance.objects.values_list("uri", flat=True))
+    assert recorded == {f"file://{tmp_path}/{minute(offset).strftime('%Y%m%d%H%M')}" for offset in (-2, -1)}
+    assert all(statuses(one) == [ActionStatus.WAITING] * 3 for one in jobs)  # nothing decided yet
