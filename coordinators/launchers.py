@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from coordinators.batch_launch import is_batch_app, launch_batches
@@ -185,15 +186,22 @@ def settle_action(workflow: WorkflowJob, status: str) -> bool:
         action.save(update_fields=["status", "error_message"])
     if status == ActionStatus.SUCCEEDED:
         announce_outputs(action, now)
-    job = CoordinatorJob.objects.filter(pk=action.job_id).values("status", "done_materializing").first()
+    # One query for what the follow-ups depend on: the job's state, READY actions, live ones.
+    others = CoordinatorAction.objects.filter(job_id=OuterRef("pk")).exclude(pk=action.pk)
+    job = (
+        CoordinatorJob.objects.filter(pk=action.job_id)
+        .annotate(
+            has_ready=Exists(others.filter(status=ActionStatus.READY)),
+            has_live=Exists(others.filter(status__in=sorted(ACTION_PENDING | ACTION_ACTIVE))),
+        )
+        .values("status", "done_materializing", "has_ready", "has_live").first()
+    )
     if job is None:
         return True
-    others = CoordinatorAction.objects.filter(job_id=action.job_id).exclude(pk=action.pk)
-    if job["status"] in STARTING_JOB_STATUSES and others.filter(status=ActionStatus.READY).exists():
+    if job["status"] in STARTING_JOB_STATUSES and job["has_ready"]:
         enqueue(CoordActionReadyXCommand(job_id=action.job_id))  # the freed slot lets a READY action in
     if job["status"] in JOB_MATERIALIZING and (
-        status != ActionStatus.SUCCEEDED
-        or (job["done_materializing"] and not others.filter(status__in=sorted(ACTION_PENDING | ACTION_ACTIVE)).exists())
+        status != ActionStatus.SUCCEEDED or (job["done_materializing"] and not job["has_live"])
     ):
         enqueue(CoordJobStatusXCommand(job_id=action.job_id))  # RUNNINGWITHERROR, or the job's end
     return True

@@ -127,7 +127,9 @@ class CoordinatorJob(models.Model):
         if fields is not None:
             kwargs["update_fields"] = sorted(set(fields) | {"last_modified"})
         previous = getattr(self, "_saved_status", None)
-        with transaction.atomic():
+        # No savepoint inside the caller's transaction (two round trips per save): an error here
+        # fails the caller's transaction anyway, as nothing catches it halfway.
+        with transaction.atomic(savepoint=False):
             super().save(*args, **kwargs)
             if fields is None or "status" in fields:
                 record_changes(StatusChange.Kind.JOB, self.id, self.id, self.__dict__.pop("_changes", []))
@@ -218,7 +220,7 @@ class CoordinatorAction(models.Model):
             extra = {"last_modified"} | ({"submitted_at", "started_at", "ended_at", "ready_at"} if "status" in fields else set())
             kwargs["update_fields"] = sorted(set(fields) | extra)
         changes = self.__dict__.pop("_changes", []) if fields is None or "status" in fields else []
-        with transaction.atomic():
+        with transaction.atomic(savepoint=False):  # no savepoint inside the caller's transaction (see the job's save)
             super().save(*args, **kwargs)
             if changes:
                 # Why an action failed or timed out is its error message when the caller gave no reason.

@@ -228,12 +228,15 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
                         node_id, attempt, outcome.error_code, attempt + 1, node.max_attempts)
             relaunch(node, now)
             return "retry"
-        end_node(node, outcome, now)
+        end_node(node, outcome, now, workflow_is_current=True)
         return outcome.status
 
 
-def end_node(node: WorkflowNode, outcome: Outcome, now: Any) -> None:
+def end_node(node: WorkflowNode, outcome: Outcome, now: Any, *, workflow_is_current: bool = False) -> None:
     """Store a node's end and its workflow's, and tell the parent (in the caller's transaction; rows locked).
+
+    `workflow_is_current`: the caller read `node.workflow` after locking the workflow row (as
+    `_record_once` does; every writer of its status takes that lock), so it is not read again.
 
     A SUSPENDED workflow keeps its status: the node's end is stored and `end_workflow` runs
     when it is resumed (Oozie holds a suspended workflow's transitions the same way).
@@ -255,9 +258,10 @@ def end_node(node: WorkflowNode, outcome: Outcome, now: Any) -> None:
 
         node_ended(node, now)
         return
-    # Read again, not from the join that locked the node: a suspend that committed while we
-    # waited for the node's lock is seen here.
-    node.workflow.status = WorkflowJob.objects.filter(pk=node.workflow_id).values_list("status", flat=True).get()
+    if not workflow_is_current:
+        # Read again, not from the join that locked the node: a suspend that committed while we
+        # waited for the node's lock is seen here.
+        node.workflow.status = WorkflowJob.objects.filter(pk=node.workflow_id).values_list("status", flat=True).get()
     if node.workflow.status == WorkflowStatus.SUSPENDED:
         log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",
                  node.id, outcome.status, node.workflow_id)
