@@ -136,6 +136,28 @@ def precheck(now: datetime, limit: int = 10_000) -> int:
     return len(wanted)
 
 
+def look_ahead(now: datetime, until: datetime, limit: int = 10_000) -> int:
+    """Ask storage now about the inputs of actions that fall due before `until`; how many inputs were asked.
+
+    What exists is recorded (`AvailableInstance`), so when their time comes the pass finds
+    their inputs with one query and asks storage nothing (inputs, once there, stay: Oozie's
+    datasets are immutable). Nothing is decided early: an action still becomes READY only at
+    its nominal time. Run once per tick for the tick ahead, so each input is asked about at
+    most once before its action is due.
+    """
+    ahead = CoordinatorAction.objects.filter(
+        status=ActionStatus.WAITING, pending=False, next_check_at__gt=now, next_check_at__lte=until,
+        job__status__in=FAST_JOB_STATUSES, job__execution__in=FAST_EXECUTIONS,
+    )
+    wanted: set[tuple[str, str]] = set()
+    for deps in ahead.values_list("missing_dependencies", flat=True)[:limit]:
+        wanted.update((str(dep[0]), str(dep[1])) for dep in deps if not str(dep[0]).startswith("${"))
+    if wanted and enabled():
+        with transaction.atomic():
+            still_missing(sorted(wanted), now)
+    return len(wanted) if enabled() else 0
+
+
 def due_jobs_actions(now: datetime) -> Any:
     """The due actions of jobs this path may take."""
     return due_actions(now).filter(job__status__in=FAST_JOB_STATUSES, job__execution__in=FAST_EXECUTIONS)

@@ -103,6 +103,14 @@ def input_checks(now: datetime) -> int:
     return report.checked + _check_waiting(now, Q(next_check_at__lte=now), "next_check_at", name_actions=False)
 
 
+def look_ahead(now: datetime) -> int:
+    """Record which inputs of the actions due before the next tick already exist (ADR 0026); inputs asked."""
+    from coordinators.due_start import look_ahead as ask_ahead
+    from statusservice.tick import tick_seconds
+
+    return ask_ahead(now, now + timedelta(seconds=tick_seconds()))
+
+
 def pause_times(now: datetime) -> int:
     """Queue pause for jobs whose pause time came, and unpause for paused jobs whose pause time was reset."""
     from coordinators.commands import CoordPauseXCommand

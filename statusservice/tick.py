@@ -145,6 +145,7 @@ SERVICES: tuple[Service, ...] = (
     Service("workflows.recover", _recover_workflows, "COMMAND_SWEEP_SECONDS", 15),
     Service("coordinators.materialization_trigger", _coordinator("materialization_trigger"), "STATUS_SERVICE_SECONDS", 10),
     Service("coordinators.input_checks", _coordinator("input_checks")),
+    Service("coordinators.look_ahead", _coordinator("look_ahead")),
     Service("coordinators.pause_times", _coordinator("pause_times"), "STATUS_SERVICE_SECONDS", 10),
     Service("coordinators.timeouts", _coordinator("timeouts"), "STATUS_SERVICE_SECONDS", 10),
     Service("coordinators.job_statuses", _coordinator("job_statuses"), "STATUS_SERVICE_SECONDS", 10),

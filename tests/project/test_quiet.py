@@ -282,7 +282,10 @@ def test_a_wakeup_queues_the_due_checks_and_arms_the_next_no_sooner_than_its_spa
     due_in(second, 0.2)
     Command.objects.filter(status=CommandStatus.PENDING).delete()
     started = timezone.now()
-    with override_settings(COORD_INPUT_TICK_SECONDS=2, SERVICE_TICK_SECONDS=10, STATUS_SERVICE_SECONDS=10):
+    # The per-job command path: the due start (ADR 0026, tests/coordinators/runtime/test_due_start.py)
+    # would decide the action in the wake-up itself; what is tested here is the queueing and the spacing.
+    with override_settings(COORD_INPUT_TICK_SECONDS=2, SERVICE_TICK_SECONDS=10, STATUS_SERVICE_SECONDS=10,
+                           COORD_DUE_START=False):
         clock.run_wakeup("input_checks", "0")
     checks = Command.objects.filter(name=CoordActionInputCheckXCommand.command_name, status=CommandStatus.PENDING)
     assert checks.count() == 1

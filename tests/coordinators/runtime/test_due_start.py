@@ -303,3 +303,37 @@ def test_the_precheck_records_available_inputs_before_any_job_is_locked(tmp_path
     recorded = set(AvailableInstance.objects.values_list("uri", flat=True))
     assert recorded == {f"file://{tmp_path}/{minute(offset).strftime('%Y%m%d%H%M')}" for offset in (-2, -1)}
     assert all(statuses(one) == [ActionStatus.WAITING] * 3 for one in jobs)  # nothing decided yet
+
+
+def test_the_tick_records_the_inputs_of_actions_due_before_the_next_tick(tmp_path: Path) -> None:
+    """Look-ahead: inputs of actions not yet due are asked about once, recorded if there, nothing decided early."""
+    from coordinators.due_start import look_ahead
+    from datasets.models import AvailableInstance
+    from statusservice import coordinators as coordinator_services
+    from statusservice import tick as clock
+
+    soon = minute(1)  # the next minute: due within the look-ahead window below
+    xml = f"""<coordinator-app name="ahead" frequency="${{coord:minutes(1)}}" start="{format_datetime(soon)}"
+        end="{format_datetime(soon + timedelta(minutes=2))}" timezone="UTC" xmlns="uri:oozie:coordinator:0.5">
+      <datasets><dataset name="in" frequency="${{coord:minutes(1)}}" initial-instance="2020-01-01T00:00Z" timezone="UTC">
+        <uri-template>file://{tmp_path}/${{YEAR}}${{MONTH}}${{DAY}}${{HOUR}}${{MINUTE}}</uri-template></dataset></datasets>
+      <input-events><data-in name="in" dataset="in"><instance>${{coord:current(0)}}</instance></data-in></input-events>
+      <action><workflow><app-path>task:examples.noop</app-path></workflow></action>
+    </coordinator-app>"""
+    one = submit_coordinator(xml, {}, owner=User.objects.get_or_create(username="ahead")[0])
+    run_pending_commands()
+    assert one.actions.count() == 2
+    folder = tmp_path / soon.strftime("%Y%m%d%H%M")
+    folder.mkdir()
+    (folder / "_SUCCESS").write_text("")
+    now = timezone.now()
+    assert look_ahead(now, now + timedelta(seconds=1)) == 0  # nothing falls due within a second
+    assert look_ahead(now, now + timedelta(minutes=3)) == 2  # both minutes
+    assert list(AvailableInstance.objects.values_list("uri", flat=True)) == [f"file://{folder}"]
+    assert statuses(one) == [ActionStatus.WAITING] * 2
+    assert all(a.check_count == 0 and len(a.missing_dependencies) == 1 for a in one.actions.all())
+    with override_settings(COORD_DUE_START=False):
+        assert look_ahead(now, now + timedelta(minutes=3)) == 0
+    # The tick runs it for the next tick's window.
+    assert "coordinators.look_ahead" in {service.name for service in clock.SERVICES}
+    assert coordinator_services.look_ahead(timezone.now()) >= 0
