@@ -35,12 +35,12 @@ def _getter(field: models.Field[Any, Any]) -> Getter:
     """How a field's database value is read from a new action: what `field.pre_save(obj, add=True)` and,
     for JSON, `json.dumps` give, decided once per field instead of once per field of every row."""
     attname = field.attname
-    if isinstance(field, models.JSONField):
-        encoder = field.encoder
+    encode = _encoder(field)
+    if encode is not None:
 
         def as_json(obj: CoordinatorAction) -> Any:
             value = getattr(obj, attname)
-            return None if value is None else json.dumps(value, cls=encoder)
+            return None if value is None else encode(value)
 
         return as_json
     automatic = isinstance(field, models.DateField) and (field.auto_now or field.auto_now_add)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -39,6 +39,7 @@ from coordinators.commands.actions import (
     CoordJobStatusXCommand,
     check_backoff,
     has_storage_functions,
+    stale_after,
 )
 from coordinators.launchers import launch_many
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
@@ -91,11 +92,6 @@ class DueStart:
         }
 
 
-def stale_after() -> timedelta:
-    """How long a pending flag may sit before its action is taken again (the recovery period)."""
-    return timedelta(seconds=int(getattr(settings, "COORD_RECOVERY_SECONDS", 120)))
-
-
 def due_actions(now: datetime) -> Any:
     """WAITING actions whose check is due and whose time has come, not marked for a queued command (or long stale)."""
     return CoordinatorAction.objects.filter(
@@ -120,23 +116,17 @@ def start_due(now: datetime | None = None, *, max_chunks: int = 40) -> DueStart:
     return report
 
 
-def precheck(now: datetime, limit: int = 10_000) -> int:
+def precheck(now: datetime) -> int:
     """Ask storage about the inputs of the due actions before any job is locked; how many inputs were asked.
 
     Positive answers are recorded (`AvailableInstance`) in their own short transaction, so the
     chunks find them with one query and insert nothing: two passes whose jobs read the same
     input would otherwise wait for each other's uncommitted insert of it.
     """
-    wanted: set[tuple[str, str]] = set()
-    for deps in due_jobs_actions(now).values_list("missing_dependencies", flat=True)[:limit]:
-        wanted.update((str(dep[0]), str(dep[1])) for dep in deps if not str(dep[0]).startswith("${"))
-    if wanted:
-        with transaction.atomic():
-            still_missing(sorted(wanted), now)
-    return len(wanted)
+    return _record_available(due_jobs_actions(now), now)
 
 
-def look_ahead(now: datetime, until: datetime, limit: int = 10_000) -> int:
+def look_ahead(now: datetime, until: datetime) -> int:
     """Ask storage now about the inputs of actions that fall due before `until`; how many inputs were asked.
 
     What exists is recorded (`AvailableInstance`), so when their time comes the pass finds
@@ -145,17 +135,24 @@ def look_ahead(now: datetime, until: datetime, limit: int = 10_000) -> int:
     its nominal time. Run once per tick for the tick ahead, so each input is asked about at
     most once before its action is due.
     """
+    if not enabled():
+        return 0
     ahead = CoordinatorAction.objects.filter(
         status=ActionStatus.WAITING, pending=False, next_check_at__gt=now, next_check_at__lte=until,
         job__status__in=FAST_JOB_STATUSES, job__execution__in=FAST_EXECUTIONS,
     )
+    return _record_available(ahead, now)
+
+
+def _record_available(actions: Any, now: datetime, limit: int = 10_000) -> int:
+    """Ask storage once about every distinct input the actions wait for (phase-3 expressions aside); how many."""
     wanted: set[tuple[str, str]] = set()
-    for deps in ahead.values_list("missing_dependencies", flat=True)[:limit]:
+    for deps in actions.values_list("missing_dependencies", flat=True)[:limit]:
         wanted.update((str(dep[0]), str(dep[1])) for dep in deps if not str(dep[0]).startswith("${"))
-    if wanted and enabled():
+    if wanted:
         with transaction.atomic():
             still_missing(sorted(wanted), now)
-    return len(wanted) if enabled() else 0
+    return len(wanted)
 
 
 def due_jobs_actions(now: datetime) -> Any:

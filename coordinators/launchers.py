@@ -163,7 +163,7 @@ def settle_action(workflow: WorkflowJob, status: str) -> bool:
         STARTING_JOB_STATUSES,
         CoordActionReadyXCommand,
         CoordJobStatusXCommand,
-        announce_outputs,
+        apply_run_outcome,
     )
     from coordinators.history import acting_as
     from project.locking import skip_locked
@@ -177,15 +177,8 @@ def settle_action(workflow: WorkflowJob, status: str) -> bool:
     )
     if action is None:
         return False  # held by a command, or no longer waiting for this run: the command decides
-    now = timezone.now()
     with acting_as(f"worker (run {workflow.id})"):
-        if status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED) and action.status == ActionStatus.SUBMITTED:
-            action.transition_to(ActionStatus.RUNNING)
-        action.transition_to(status)
-        action.error_message = (workflow.error_message or "")[:4000]
-        action.save(update_fields=["status", "error_message"])
-    if status == ActionStatus.SUCCEEDED:
-        announce_outputs(action, now)
+        apply_run_outcome(action, status, workflow.error_message, timezone.now())
     # One query for what the follow-ups depend on: the job's state, READY actions, live ones.
     others = CoordinatorAction.objects.filter(job_id=OuterRef("pk")).exclude(pk=action.pk)
     job = (

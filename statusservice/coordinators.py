@@ -13,7 +13,6 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 
@@ -24,6 +23,7 @@ from coordinators.choices import (
     JOB_PAUSED,
     ActionStatus,
 )
+from coordinators.commands.actions import stale_after
 from coordinators.commands.change import PAUSE_TARGET, UNPAUSE_TARGET
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from project.locking import skip_locked
@@ -44,11 +44,6 @@ def queue_once(command: XCommand) -> bool:
         return False
     enqueue(command)
     return True
-
-
-def stale_after() -> timedelta:
-    """How long a pending flag or an unanswered launch may sit before recovery acts."""
-    return timedelta(seconds=int(getattr(settings, "COORD_RECOVERY_SECONDS", 120)))
 
 
 def materialization_trigger(now: datetime) -> int:

@@ -52,6 +52,11 @@ def check_backoff(checks: int) -> timedelta:
 STARTING_JOB_STATUSES = JOB_MATERIALIZING | {JobStatus.PAUSED, JobStatus.PAUSEDWITHERROR}
 
 
+def stale_after() -> timedelta:
+    """How long a pending flag or an unanswered launch may sit before recovery (or the due start) takes it again."""
+    return timedelta(seconds=int(getattr(settings, "COORD_RECOVERY_SECONDS", 120)))
+
+
 def none_tolerance() -> timedelta:
     """execution NONE: how late an action may start (oozie.coord.execution.none.tolerance)."""
     return timedelta(minutes=int(getattr(settings, "COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)))
@@ -395,14 +400,10 @@ class CoordActionStatusXCommand(ActionCommand):
     def execute(self) -> dict[str, str]:
         """Apply the report; a finished action frees a slot and may change the job's status."""
         action = self.action
-        if self.status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED) and action.status == ActionStatus.SUBMITTED:
-            action.transition_to(ActionStatus.RUNNING)
-        action.transition_to(self.status)
-        action.error_message = self.error[:4000]
-        action.save(update_fields=["status", "error_message"])
-        result: dict[str, Any] = {"status": action.status}
-        if action.status == ActionStatus.SUCCEEDED:
-            result["outputs_woken"] = announce_outputs(action, timezone.now())
+        result: dict[str, Any] = {"status": self.status}
+        woken = apply_run_outcome(action, self.status, self.error, timezone.now())
+        if woken is not None:
+            result["outputs_woken"] = woken
         if action.status in ACTION_TERMINAL:
             # Under the job's key already: free the slot and settle the job here, not in two more commands.
             if self.job.status in STARTING_JOB_STATUSES:
@@ -427,6 +428,20 @@ class CoordJobStatusXCommand(JobCommand):
     def execute(self) -> dict[str, str]:
         """Compute and store the derived status."""
         return {"status": derive_job_status(self.job)}
+
+
+def apply_run_outcome(action: CoordinatorAction, status: str, error: str, now: datetime) -> int | None:
+    """Move a launched action to its run's outcome (through RUNNING if it never got there) and save it.
+
+    A SUCCEEDED action's outputs are announced: how many waiting actions that woke (None
+    otherwise). The report command and the run's own settle (launchers.settle_action) share it.
+    """
+    if status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED) and action.status == ActionStatus.SUBMITTED:
+        action.transition_to(ActionStatus.RUNNING)
+    action.transition_to(status)
+    action.error_message = (error or "")[:4000]
+    action.save(update_fields=["status", "error_message"])
+    return announce_outputs(action, now) if status == ActionStatus.SUCCEEDED else None
 
 
 def announce_outputs(action: CoordinatorAction, now: datetime) -> int:

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import connection
 from django.test import override_settings
 
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, StatusChange
 from coordinators.services import submit_coordinator
 from statusservice.tasks import input_checks
+from tests.support.locks import row_locked
 from tests.workflows.conftest import coordinator_xml, node_of, run_pending_commands
 from workflows import runner
 from workflows.choices import NodeStatus
@@ -114,25 +114,10 @@ def test_an_action_a_command_holds_is_not_waited_for(launched: Launch, tmp_path:
     node = node_of(action)
     # Already RUNNING, so the worker's start report (a compare-and-set that waits for row locks) has nothing to do.
     CoordinatorAction.objects.filter(pk=action.pk).update(status=ActionStatus.RUNNING)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with transaction.atomic():
-            CoordinatorAction.objects.select_for_update().get(pk=action.pk)
-            locked.set()
-            release.wait(30)
-        connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with row_locked(CoordinatorAction.objects.filter(pk=action.pk)):
         started = time.monotonic()
         assert runner.run_node(node.id, 1) == NodeStatus.OK
         assert time.monotonic() - started < 10  # not waited for
-    finally:
-        release.set()
-        holder.join(30)
     assert commands(STATUS_COMMAND) == 1
     run_pending_commands()
     action.refresh_from_db()

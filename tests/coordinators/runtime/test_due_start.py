@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection, transaction
+from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
@@ -20,6 +20,7 @@ from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from statusservice import coordinators as services
 from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.locks import row_locked
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.models import Command
 
@@ -209,23 +210,8 @@ def test_a_job_whose_row_is_locked_is_skipped_not_waited_for(tmp_path: Path) -> 
     write_inputs(tmp_path, 3)
     held, free = job("held", tmp_path), job("other", tmp_path)
     materialized(held, free)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with transaction.atomic():
-            CoordinatorJob.objects.select_for_update().get(pk=held.pk)
-            locked.set()
-            release.wait(30)
-        connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with row_locked(CoordinatorJob.objects.filter(pk=held.pk)):
         services.input_checks(timezone.now())
-    finally:
-        release.set()
-        holder.join(30)
     assert statuses(free)[0] == ActionStatus.SUBMITTED
     assert statuses(held) == [ActionStatus.WAITING] * 3
     assert list(Command.objects.filter(name=INPUT_CHECK).values_list("key", flat=True)) == [held.id]
