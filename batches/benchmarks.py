@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import socket
 import statistics
@@ -122,9 +121,8 @@ class BatchBench(keyed_bench.Bench):
     def _start_worker(self) -> None:
         """The worker (every queue: stages, services, actions) and a beat (the dispatch service), ready."""
         self.hostname = f"bench-{self.run}@{socket.gethostname()}"
-        env = dict(os.environ, REDIS_URL=self.redis_url, EXTRA_TASK_MODULES=",".join(self.task_modules),
-                   LOG_LEVEL="WARNING", BATCH_WORK_ROOT=str(self.tmp / "work"))
-        env.pop("CELERY_RESULT_BACKEND", None)
+        env = keyed_bench.bench_env(REDIS_URL=self.redis_url, EXTRA_TASK_MODULES=",".join(self.task_modules),
+                                    LOG_LEVEL="WARNING", BATCH_WORK_ROOT=str(self.tmp / "work"))
         for name, args in (
             ("worker", ["worker", "--loglevel", "WARNING", "--concurrency", str(self.workers), "--queues",
                         "commands,services,actions,default", "--without-gossip", "--without-mingle",

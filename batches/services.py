@@ -39,10 +39,10 @@ class SubmissionRefused(ValueError):
     """A submission that cannot be accepted (400), with a one-line reason; nothing was stored."""
 
 
-def _manifest_text(url: str, batch_type: str, *, trusted: bool) -> str:
-    """Read and check a batch manifest (and the URLs it lists); its text."""
+def _manifest_text(url: str, batch_type: str, *, trusted: bool, opened: str) -> str:
+    """Read and check a batch manifest (and the URLs it lists); its text. `opened`: the checked URL to read."""
     try:
-        data = read_bytes(url, max_bytes=int(settings.BATCH_MANIFEST_MAX_BYTES))
+        data = read_bytes(opened, max_bytes=int(settings.BATCH_MANIFEST_MAX_BYTES))
     except PayloadError as exc:
         raise SubmissionRefused(f"cannot read the manifest: {exc}") from exc
     try:
@@ -96,10 +96,10 @@ def submit_batch(
     if unknown:
         raise SubmissionRefused(f"unknown field {unknown[0]!r}")
     try:
-        check_payload_url(payload_url, trusted=trusted)
+        opened = check_payload_url(payload_url, trusted=trusted)
     except PayloadError as exc:
         raise SubmissionRefused(str(exc)) from exc
-    manifest = _manifest_text(payload_url, type, trusted=trusted) if type in MANIFEST_TYPES else ""
+    manifest = _manifest_text(payload_url, type, trusted=trusted, opened=opened) if type in MANIFEST_TYPES else ""
     try:
         with transaction.atomic():
             batch = Batch.objects.create(

@@ -1,7 +1,9 @@
 """Where batch payloads may be read from, and reading them: sizes, whole files, streamed copies.
 
 Payloads are named by URL and read through fsspec (`file://`, `memory://`, `s3://` ... as
-BATCH_PAYLOAD_PROTOCOLS allows), or over http(s) with urllib when BATCH_ALLOW_HTTP is set. API
+BATCH_PAYLOAD_PROTOCOLS allows), or over http(s) when BATCH_ALLOW_HTTP is set, and then only
+from hosts OUTBOUND_ALLOWED_HOSTS lists (kernel.outbound: checked at submission, checked again
+with DNS when read, connected to the checked address, redirects not followed). API
 submissions may only name payloads under BATCH_PAYLOAD_ROOTS (checked before anything is
 read, so a refusal says nothing about what lies outside); the CLI is trusted. The URLs a
 manifest lists are checked the same way when they are read, with the submission's trust.
@@ -10,14 +12,13 @@ manifest lists are checked the same way when they are read, with the submission'
 from __future__ import annotations
 
 import os
-import posixpath
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
 from django.conf import settings
+
+from kernel import outbound, storage
 
 CHUNK = 1024 * 1024
 
@@ -42,40 +43,38 @@ def is_http(url: str) -> bool:
     return _split(url)[0] in ("http", "https")
 
 
-def normalized(url: str) -> str:
-    """`protocol://path`, `..` and (local files) symbolic links resolved."""
-    protocol, rest = _split(url)
-    if protocol == "file":
-        return "file://" + os.path.realpath(urllib.parse.unquote(rest) or "/")
-    if protocol in ("http", "https"):
-        return url
-    return f"{protocol}://{posixpath.normpath(rest)}" if rest else f"{protocol}://"
+def check_payload_url(url: str, *, trusted: bool = False, what: str = "payload_url") -> str:
+    """The URL to open; PayloadRefused unless the protocol is allowed and (untrusted) the URL lies under BATCH_PAYLOAD_ROOTS.
 
-
-def check_payload_url(url: str, *, trusted: bool = False, what: str = "payload_url") -> None:
-    """PayloadRefused unless the protocol is allowed and (untrusted) the URL lies under BATCH_PAYLOAD_ROOTS."""
+    Untrusted local paths are compared and opened as fsspec opens them (kernel.storage): no
+    percent-decoding, symbolic links resolved; open the returned URL, not the one submitted.
+    """
     if not url or len(url) > 2000 or "\x00" in url or any(ord(c) < 32 for c in url):
         raise PayloadRefused(f"{what}: not a URL of at most 2000 printable characters")
     protocol, _ = _split(url)
     if protocol in ("http", "https"):
         if not settings.BATCH_ALLOW_HTTP:
             raise PayloadRefused(f"{what} {url!r}: http(s) payloads are not allowed (BATCH_ALLOW_HTTP)")
-        return
+        try:
+            outbound.check_url(url)  # the CLI too: trust is about storage roots, not where the server connects
+        except outbound.OutboundRefused as exc:
+            raise PayloadRefused(
+                f"{what}: {exc}; BATCH_ALLOW_HTTP lets http(s) payloads in only from OUTBOUND_ALLOWED_HOSTS"
+            ) from None
+        return url
     if protocol not in settings.BATCH_PAYLOAD_PROTOCOLS:
         raise PayloadRefused(
             f"{what} {url!r}: protocol {protocol!r} is not allowed (BATCH_PAYLOAD_PROTOCOLS: "
             f"{', '.join(settings.BATCH_PAYLOAD_PROTOCOLS)})"
         )
     if trusted:
-        return
-    target = normalized(url)
-    for root in settings.BATCH_PAYLOAD_ROOTS:
-        root = normalized(root)
-        if root.endswith("://") and target.startswith(root):
-            return
-        if target == root or target.startswith(root.rstrip("/") + "/"):
-            return
-    raise PayloadRefused(f"{what} {url!r} is outside the payload roots (BATCH_PAYLOAD_ROOTS)")
+        return url
+    try:
+        return storage.check_under(url, settings.BATCH_PAYLOAD_ROOTS, setting="BATCH_PAYLOAD_ROOTS", what=what).url
+    except storage.OutsideRoots:
+        raise PayloadRefused(f"{what} {url!r} is outside the payload roots (BATCH_PAYLOAD_ROOTS)") from None
+    except storage.StorageURLError as exc:
+        raise PayloadRefused(f"{what} {url!r}: {exc}") from None
 
 
 def _timeout() -> float:
@@ -86,10 +85,11 @@ def _timeout() -> float:
 def open_url(url: str) -> Iterator[IO[bytes]]:
     """A binary stream of the URL's content (PayloadError when it cannot be opened)."""
     if is_http(url):
-        request = urllib.request.Request(url, headers={"User-Agent": "scheduler-ingest"})  # noqa: S310 - http(s) only
         try:
-            with urllib.request.urlopen(request, timeout=_timeout()) as response:  # noqa: S310
+            with outbound.open_url(url, headers={"User-Agent": "scheduler-ingest"}, timeout=_timeout()) as response:
                 yield response
+        except outbound.OutboundRefused as exc:  # a name resolving to loopback or link-local: never retried
+            raise PayloadRefused(f"{url}: {exc}") from None
         except OSError as exc:
             raise PayloadError(f"{url}: {exc}") from exc
         return
@@ -118,8 +118,7 @@ def size_of(url: str) -> int | None:
     """The content's size without reading it (fsspec info, or an http HEAD); None when unknown."""
     try:
         if is_http(url):
-            request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": "scheduler-ingest"})  # noqa: S310
-            with urllib.request.urlopen(request, timeout=_timeout()) as response:  # noqa: S310
+            with outbound.open_url(url, method="HEAD", headers={"User-Agent": "scheduler-ingest"}, timeout=_timeout()) as response:
                 length = response.headers.get("Content-Length")
                 return int(length) if length and length.isdigit() else None
         import fsspec

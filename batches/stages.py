@@ -85,8 +85,8 @@ def pending(job: BatchJob) -> Outcome:
         return Outcome(J.HELD, note=f"collection {job.batch.collection.name} is held")
     if job.payload_type == SubmissionType.MANIFEST_OF_MANIFESTS and not job.files:
         try:
-            check_payload_url(job.payload_url, trusted=trusted(job), what="object manifest")
-            data = read_bytes(job.payload_url, max_bytes=int(settings.BATCH_MANIFEST_MAX_BYTES))
+            opened = check_payload_url(job.payload_url, trusted=trusted(job), what="object manifest")
+            data = read_bytes(opened, max_bytes=int(settings.BATCH_MANIFEST_MAX_BYTES))
             if job.payload_digest:  # the seed's Pending -> Failed: the depositor's digest does not match
                 algorithm, expected = job.payload_digest["algorithm"], job.payload_digest["value"]
                 actual = hashlib.new(algorithm, data).hexdigest()
@@ -140,8 +140,8 @@ def estimating(job: BatchJob) -> Outcome:
         size = entry.get("size")
         if size is None:
             try:
-                size = size_of(entry["url"])
-            except Exception:  # noqa: BLE001 - estimating never fails
+                size = size_of(check_payload_url(entry["url"], trusted=trusted(job), what="file"))
+            except Exception:  # noqa: BLE001 - estimating never fails (a refused URL fails its download)
                 size = None
         if size is None:
             unknown += 1
@@ -204,15 +204,23 @@ def safe_join(directory: str, name: str) -> str:
     return target
 
 
-def _download_one(entry: dict[str, Any], destination: str, retries: int) -> dict[str, Any]:
-    """Fetch one file with retries; its size and digest. StageFailed on a digest or size mismatch (no retry)."""
+def _download_one(entry: dict[str, Any], destination: str, retries: int, *, trusted: bool) -> dict[str, Any]:
+    """Fetch one file with retries; its size and digest. StageFailed on a refused URL, a digest or size mismatch (no retry).
+
+    The URL is checked against the payload roots again here, where it is opened (it was checked
+    at submission; what a path resolves to can change since).
+    """
+    try:
+        opened = check_payload_url(entry["url"], trusted=trusted, what="file")
+    except PayloadRefused as exc:
+        raise StageFailed(str(exc)) from exc
     expected = entry.get("digest") or {}
     algorithm = expected.get("algorithm") or DEFAULT_DIGEST
     last: Exception | None = None
     for attempt in range(1, retries + 2):
         digest = hashlib.new(algorithm)
         try:
-            size = copy_to(entry["url"], destination, update=digest.update)
+            size = copy_to(opened, destination, update=digest.update)
         except (PayloadError, OSError) as exc:
             last = exc
             time.sleep(min(0.2 * attempt, 2.0))
@@ -249,7 +257,8 @@ def downloading(job: BatchJob) -> Outcome:
     failure: StageFailed | None = None
     with ThreadPoolExecutor(max_workers=max(1, int(settings.BATCH_DOWNLOAD_PARALLELISM))) as pool:
         futures = {
-            pool.submit(_download_one, job.files[i], safe_join(directory, job.files[i]["name"]), retries): i
+            pool.submit(_download_one, job.files[i], safe_join(directory, job.files[i]["name"]), retries,
+                        trusted=trusted(job)): i
             for i in todo
         }
         for future in as_completed(futures):

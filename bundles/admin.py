@@ -27,10 +27,18 @@ from django.utils.html import format_html
 
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
-from coordinators.admin import MAX_MESSAGES, STATUS_COLOURS, ReadOnlyAdmin, pretty
+from coordinators.admin import (
+    MAX_MESSAGES,
+    STATUS_COLOURS,
+    ReadOnlyAdmin,
+    pretty,
+    remember_reader,
+    shown,
+)
 from coordinators.choices import ActionStatus, IllegalTransition
 from coordinators.models import CoordinatorAction
 from coordinators.permissions import JobPermissionDenied
+from kernel.secrets import Masker, masker
 from operations.bulk import VERBS as BULK_VERBS
 from operations.bulk import admin_threshold, start_for_selection
 
@@ -181,8 +189,9 @@ def bundle_summary(bundle: BundleJob) -> list[tuple[str, str]]:
     ]
 
 
-def coordinator_rows(actions: list[BundleAction]) -> list[dict[str, Any]]:
-    """One row per coordinator: its bundle action, its job's links and progress (one query for all)."""
+def coordinator_rows(actions: list[BundleAction], secrets: Masker | None = None) -> list[dict[str, Any]]:
+    """One row per coordinator: its bundle action, its job's links and progress (one query for all), its error masked."""
+    secrets = secrets if secrets is not None else masker()
     progress = coordinator_progress(a.coord_job_id for a in actions if a.coord_job_id)
     action_list = reverse("admin:coordinators_coordinatoraction_changelist")
     rows = []
@@ -204,6 +213,7 @@ def coordinator_rows(actions: list[BundleAction]) -> list[dict[str, Any]]:
                 for s, n in done.counts.items()
             ],
             "last_nominal": done.last_nominal,
+            "error": secrets.text(action.error_message),
         })
     return rows
 
@@ -357,13 +367,19 @@ class BundleJobAdmin(ReadOnlyAdmin):
 
     # --- the page
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> BundleJob | None:
+        """The bundle, noting what the reader is shown of its secret properties (owner and job admins: everything)."""
+        bundle = super().get_object(request, object_id, from_field)
+        return remember_reader(bundle, request.user, bundle.owner_id, bundle.configuration) if bundle is not None else None
+
     @admin.display(description="configuration")
     def configuration_pretty(self, obj: BundleJob) -> str:
-        return pretty(obj.configuration)
+        return pretty(shown(obj, obj.configuration).properties(obj.configuration))
 
     @admin.display(description="definition")
     def definition_pretty(self, obj: BundleJob) -> str:
-        return format_html("<pre style='margin:0;white-space:pre-wrap'>{}</pre>", obj.definition)
+        definition = shown(obj, obj.configuration).text(obj.definition)
+        return format_html("<pre style='margin:0;white-space:pre-wrap'>{}</pre>", definition)
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], add: bool = False, change: bool = False,
@@ -377,7 +393,7 @@ class BundleJobAdmin(ReadOnlyAdmin):
             except ValueError:
                 page = 1
             context.update(
-                summary=bundle_summary(obj), coordinators=coordinator_rows(actions),
+                summary=bundle_summary(obj), coordinators=coordinator_rows(actions, shown(obj, obj.configuration)),
                 timeline=shared_timeline(actions, page),
             )
         return super().render_change_form(request, context, add, change, form_url, obj)

@@ -33,6 +33,7 @@ from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
+from xcommands.benchmarks import bench_env
 
 Log = Callable[[str], None]
 
@@ -190,8 +191,7 @@ def wait_for(check: Callable[[], bool], what: str, log: Log, progress: Callable[
 
 def start_processes(tmp: Path, url: str, workers: int, run: str, log: Log) -> list[subprocess.Popen[bytes]]:
     """`workers` worker processes of concurrency 2 and a beat, with this process's settings; waits until the workers are ready."""
-    env = dict(os.environ, REDIS_URL=url)
-    env.pop("CELERY_RESULT_BACKEND", None)
+    env = bench_env(REDIS_URL=url)
     procs = []
     logs = []
     for index in range(workers):

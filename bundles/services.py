@@ -28,6 +28,7 @@ from coordinators.models import CoordinatorAction
 from coordinators.permissions import check_modify
 from coordinators.services import check_storable, prepare_coordinator
 from coordinators.sources import check_readable, read_application
+from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
 from xcommands.queue import enqueue
 
@@ -80,6 +81,7 @@ def prepare_bundle(
     """
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
     resolved = resolve_bundle(parse_bundle(text, "bundle.xml"), properties)
+    check_notification_properties(resolved.properties)  # each coordinator's checked too, below
     if any(is_relative(coordinator.app_path) for coordinator in resolved.coordinators):
         directory = bundle_directory(app_path or properties.get(BUNDLE_PATH_PROPERTY, ""), trusted=trusted)
         if directory:

@@ -44,6 +44,7 @@ from coordinators.models import (
 )
 from coordinators.permissions import JobPermissionDenied
 from coordinators.sla.notify import retry_now
+from kernel.secrets import Masker, masker, masker_for
 from operations.bulk import VERBS as BULK_VERBS
 from operations.bulk import admin_threshold, start_for_selection
 
@@ -72,6 +73,22 @@ def pretty(value: Any) -> str:
     return format_html("<pre style='margin:0'>{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
+#: Where an object page keeps what its reader is shown of the job's secret properties (kernel.secrets).
+SHOWN = "_secrets_shown"
+
+
+def remember_reader(obj: Any, user: Any, owner_id: Any, *sources: Any) -> Any:
+    """Note on the object (loaded for one request) what `user` is shown: display methods get the object only."""
+    setattr(obj, SHOWN, masker_for(user, owner_id, *sources))
+    return obj
+
+
+def shown(obj: Any, *sources: Any) -> Masker:
+    """What the page's reader is shown of the object's secrets; everything masked when nobody noted the reader."""
+    remembered: Masker | None = getattr(obj, SHOWN, None)
+    return remembered if remembered is not None else masker(*sources)
+
+
 def change_link(obj: Any, text: str | None = None) -> str:
     """A link to an object's admin page (ids with '@' are quoted as the admin expects)."""
     meta = obj._meta
@@ -83,15 +100,16 @@ def change_link(obj: Any, text: str | None = None) -> str:
 HISTORY_ROWS = 200
 
 
-def status_history_table(object_id: str, kind: str) -> str:
-    """A job's or action's status changes, oldest first: from, to, when, by, why."""
+def status_history_table(object_id: str, kind: str, secrets: Masker | None = None) -> str:
+    """A job's or action's status changes, oldest first: from, to, when, by, why (secrets masked in why)."""
+    secrets = secrets if secrets is not None else masker()
     changes = list(StatusChange.objects.filter(object_id=object_id, kind=kind).order_by("-at", "-id")[:HISTORY_ROWS])
     if not changes:
         return "no status change recorded"
     rows = format_html_join(
         "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         ((change.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"), change.from_status or "-", change.to_status,
-          change.by or "-", change.reason[:300] or "-") for change in reversed(changes)),
+          change.by or "-", secrets.text(change.reason)[:300] or "-") for change in reversed(changes)),
     )
     return format_html(
         "<table><thead><tr><th>at (UTC)</th><th>from</th><th>to</th><th>by</th><th>why</th></tr></thead>"
@@ -112,7 +130,7 @@ def render_status_history(modeladmin: admin.ModelAdmin[Any], request: HttpReques
     context = {
         **modeladmin.admin_site.each_context(request),
         "title": f"Status history: {obj.pk}", "subtitle": None, "object": obj, "opts": modeladmin.opts,
-        "table": status_history_table(obj.pk, kind), "change_url": reverse(
+        "table": status_history_table(obj.pk, kind, shown(obj)), "change_url": reverse(
             f"admin:{modeladmin.opts.app_label}_{modeladmin.opts.model_name}_change", args=[quote(obj.pk)]),
     }
     return TemplateResponse(request, "admin/coordinators/status_history.html", context)
@@ -316,9 +334,14 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
     def pending_text(self, obj: CoordinatorJob) -> str:
         return pending_words(obj.pending)
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> CoordinatorJob | None:
+        """The job, noting what the reader is shown of its secret properties (owner and job admins: everything)."""
+        job = super().get_object(request, object_id, from_field)
+        return remember_reader(job, request.user, job.owner_id, job.configuration) if job is not None else None
+
     @admin.display(description="status changes")
     def status_history(self, obj: CoordinatorJob) -> str:
-        return status_history_table(obj.pk, StatusChange.Kind.JOB)
+        return status_history_table(obj.pk, StatusChange.Kind.JOB, shown(obj, obj.configuration))
 
     def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
         """The job's status changes (its actions' are on their pages)."""
@@ -387,11 +410,11 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="configuration")
     def configuration_pretty(self, obj: CoordinatorJob) -> str:
-        return pretty(obj.configuration)
+        return pretty(shown(obj, obj.configuration).properties(obj.configuration))
 
     @admin.display(description="definition")
     def definition_pretty(self, obj: CoordinatorJob) -> str:
-        return format_html("<pre style='margin:0'>{}</pre>", obj.definition)
+        return format_html("<pre style='margin:0'>{}</pre>", shown(obj, obj.configuration).text(obj.definition))
 
     def get_urls(self) -> list[URLPattern]:
         timeline = path(
@@ -420,6 +443,7 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         job = get_object_or_404(CoordinatorJob.objects.select_related("owner"), pk=unquote(object_id))
         if not self.has_view_permission(request, job):
             raise PermissionDenied
+        secrets = masker_for(request.user, job.owner_id, job.configuration)
         actions = job.actions.select_related("sla_registration").order_by("nominal_time", "number")
         status = request.GET.get("status", "")
         if status in ActionStatus.values:
@@ -444,6 +468,7 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
                 "run_time": human_duration(run_time) if run_time is not None else None, "sla": record,
                 "sla_badge": badge(record.sla_status) if record is not None else "",
                 "url": reverse("admin:coordinators_coordinatoraction_change", args=[quote(action.pk)]),
+                "error": secrets.text(action.error_message),
             })
         context = {
             **self.admin_site.each_context(request),
@@ -504,7 +529,7 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
                               "submitted_at", "started_at", "ended_at", "run_count", "last_modified"]}),
         ("Inputs and outputs", {"fields": ["missing_pretty", "data_in_pretty", "data_out_pretty", "run_conf_pretty"]}),
         ("SLA", {"fields": ["sla_link", "sla_pretty"]}),
-        ("Errors", {"fields": ["error_message"]}),
+        ("Errors", {"fields": ["error_text"]}),
         ("Runs", {"fields": ["runs_table"]}),
         ("Status history", {"fields": ["status_history"]}),
     ]
@@ -512,7 +537,7 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
         "id", "job_link", "number", "nominal_time", "status_text", "pending_text", "external_id", "created_time",
         "next_check_at", "check_count", "timeout_at", "started_at", "ended_at", "run_count", "last_modified",
         "missing_pretty", "data_in_pretty", "data_out_pretty", "run_conf_pretty", "sla_link", "sla_pretty",
-        "error_message", "runs_table", "waiting_text", "ready_at", "submitted_at", "status_history",
+        "error_text", "runs_table", "waiting_text", "ready_at", "submitted_at", "status_history",
     ]
 
     actions = ["rerun_actions", "ignore_actions"]
@@ -605,11 +630,21 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="waiting for")
     def waiting_text(self, obj: CoordinatorAction) -> str:
-        return obj.waiting_text() or "-"
+        return self._shown(obj).text(obj.waiting_text()) or "-"
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> CoordinatorAction | None:
+        """The action, noting what the reader is shown of its job's secret properties (owner and job admins: everything)."""
+        action = super().get_object(request, object_id, from_field)
+        if action is None:
+            return None
+        return remember_reader(action, request.user, action.job.owner_id, action.job.configuration, action.run_conf)
+
+    def _shown(self, obj: CoordinatorAction) -> Masker:
+        return shown(obj, obj.job.configuration, obj.run_conf)
 
     @admin.display(description="status changes")
     def status_history(self, obj: CoordinatorAction) -> str:
-        return status_history_table(obj.pk, StatusChange.Kind.ACTION)
+        return status_history_table(obj.pk, StatusChange.Kind.ACTION, self._shown(obj))
 
     def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
         """The action's status changes (objects here change through commands, not the admin's forms)."""
@@ -658,19 +693,23 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="missing dependencies")
     def missing_pretty(self, obj: CoordinatorAction) -> str:
-        return pretty(obj.missing_dependencies)
+        return pretty(self._shown(obj).data(obj.missing_dependencies))
 
     @admin.display(description="data in")
     def data_in_pretty(self, obj: CoordinatorAction) -> str:
-        return pretty(obj.data_in)
+        return pretty(self._shown(obj).data(obj.data_in))
 
     @admin.display(description="data out")
     def data_out_pretty(self, obj: CoordinatorAction) -> str:
-        return pretty(obj.data_out)
+        return pretty(self._shown(obj).data(obj.data_out))
 
     @admin.display(description="run configuration")
     def run_conf_pretty(self, obj: CoordinatorAction) -> str:
-        return pretty(obj.run_conf)
+        return pretty(self._shown(obj).data(obj.run_conf))
+
+    @admin.display(description="error message")
+    def error_text(self, obj: CoordinatorAction) -> str:
+        return self._shown(obj).text(obj.error_message) or "-"
 
     @admin.display(description="workflow runs")
     def runs_table(self, obj: CoordinatorAction) -> str:
@@ -678,12 +717,13 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
         from workflows.models import WorkflowJob
 
         runs = WorkflowJob.objects.filter(coord_action_id=obj.pk).prefetch_related("nodes").order_by("run", "created_at")
+        secrets = self._shown(obj)
         rows = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (run.run, run.id, badge(run.status), run.started_at or "-", run.ended_at or "-",
                  ", ".join(task_id for node in run.nodes.all() for task_id in node.task_ids) or "-",
-                 run.error_message[:300] or "-")
+                 secrets.text(run.error_message)[:300] or "-")
                 for run in runs
             ),
         )

@@ -30,6 +30,7 @@ from typing import Any
 from django.utils import timezone
 
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from kernel.secrets import mask_text
 from workflows import parents
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.ids import next_workflow_ids
@@ -226,7 +227,8 @@ class CoordBatchSubmitXCommand(XCommand):
             node = _waiting_node(self.workflow_id, worker="")
             if node is not None:
                 _finish(node, Outcome(NodeStatus.FAILED, REFUSED, f"batch not opened: {exc}"[:MAX_ERROR_CHARS]), now)
-            log.info("action %s run %s: batch refused: %s", self.action_id, self.run_number, exc)
+            log.info("action %s run %s: batch refused: %s", self.action_id, self.run_number,
+                     mask_text(str(exc), workflow.configuration))
             return {"refused": str(exc)}
         batch = Batch.objects.select_for_update().get(pk=batch.pk)  # its end cannot slip in between
         node = _waiting_node(self.workflow_id, worker="")

@@ -23,7 +23,6 @@ records, files, the bench user if it made it) is deleted.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import statistics
 import subprocess
@@ -110,9 +109,7 @@ class ActionsBench(keyed_bench.Bench):
     def _start_worker(self) -> None:
         """The worker (ready when a raw task round-trips), then a beat for the status and input-check services."""
         super()._start_worker()
-        env = dict(os.environ, REDIS_URL=self.redis_url, EXTRA_TASK_MODULES=",".join(self.task_modules),
-                   LOG_LEVEL="WARNING")
-        env.pop("CELERY_RESULT_BACKEND", None)
+        env = keyed_bench.bench_env(REDIS_URL=self.redis_url, EXTRA_TASK_MODULES=",".join(self.task_modules), LOG_LEVEL="WARNING")
         with (self.tmp / "beat.log").open("wb") as out:
             self.procs.append(subprocess.Popen(  # noqa: S603
                 [sys.executable, "-m", "celery", "-A", "project", "beat", "--loglevel", "WARNING",

@@ -29,6 +29,7 @@ from django.utils import timezone
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline import format_datetime
 from project.launcher import find_redis_server, free_port, redis_answers, wait_for
+from xcommands.benchmarks import bench_env
 
 Log = Callable[[str], None]
 
@@ -219,8 +220,7 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -
             for n in range(jobs):
                 xml = TRIGGER_APP.format(n=f"{run}-{n}", start=format_datetime(first), end=format_datetime(end), data=data)
                 submit_coordinator(xml, {}, owner=owner)
-            env = dict(os.environ, REDIS_URL=url, LOG_LEVEL="WARNING")
-            env.pop("CELERY_RESULT_BACKEND", None)
+            env = bench_env(REDIS_URL=url, LOG_LEVEL="WARNING")
             for index in range(workers):
                 procs.append(_spawn(["worker", "--loglevel", "WARNING", "--concurrency", "2", "--queues",
                                      "commands,services,actions,default", "--without-gossip", "--without-mingle",

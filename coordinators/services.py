@@ -26,10 +26,13 @@ from coordinators.sources import (
     submission_loader,
 )
 from datasets.timeline import format_datetime
+from kernel import user_tasks
+from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
 
 # Each launcher, and what follows its scheme (coordinators.launchers).
-SUPPORTED_LAUNCHERS = {"task:": "<celery task name>", "batch:": "<batch profile>"}
+TASK_SCHEME = "task:"  # the one-task shortcut: its task must be one users may run (kernel.user_tasks)
+SUPPORTED_LAUNCHERS = {TASK_SCHEME: "<celery task name>", "batch:": "<batch profile>"}
 MAX_INTEGER = 2**31 - 1  # IntegerField columns are 32-bit on PostgreSQL
 # Job fields taken from the job properties, and what a refusal calls them.
 FROM_PROPERTIES = {"configuration": "property", "acl": "oozie.job.acl", "app_path": APP_PATH_PROPERTY}
@@ -98,9 +101,12 @@ def check_workflow_application(app_path: str, *, trusted: bool, source: str) -> 
             "an app-path names a workflow application directory, task:<celery task name> or batch:<batch profile>",
             source=source, element="app-path",
         ) from None
+    from workflows.actions.celery import check_definition_tasks
+
     try:
         xml, _ = load_application(app_path, trusted=trusted)
-        parse_workflow(xml, source=app_path.rstrip("/") + "/workflow.xml")
+        source = app_path.rstrip("/") + "/workflow.xml"
+        check_definition_tasks(parse_workflow(xml, source=source), source)
     except DefinitionError as exc:
         raise DefinitionError(f"app-path: {exc}", source=source, element="app-path") from None
 
@@ -120,6 +126,7 @@ def prepare_coordinator(
     are read now, under COORD_APPLICATION_ROOTS unless `trusted`.
     """
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
+    check_notification_properties(properties)  # stored with the job; `${...}` passes them to actions
     if includes is None:
         loader, included = submission_loader(trusted=trusted)
     else:
@@ -130,6 +137,7 @@ def prepare_coordinator(
         max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
     )
     validate_sla(resolved, now=timezone.now())
+    check_notification_properties(dict(resolved.configuration), source=app.source)  # the action's <configuration>
     scheme = next((s for s in SUPPORTED_LAUNCHERS if resolved.app_path.startswith(s)), None)
     if scheme is not None and not resolved.app_path[len(scheme):].strip():
         raise DefinitionError(
@@ -138,6 +146,10 @@ def prepare_coordinator(
             "or a workflow application directory)",
             source=app.source, element="app-path",
         )
+    if scheme == TASK_SCHEME and "${" not in resolved.app_path:
+        reason = user_tasks.refusal(resolved.app_path[len(scheme):])
+        if reason:
+            raise DefinitionError(f"app-path {resolved.app_path!r}: {reason}", source=app.source, element="app-path")
     if scheme is None:
         check_workflow_application(workflow_app_path(resolved.app_path, app_dir), trusted=trusted, source=app.source)
     fields: dict[str, Any] = {

@@ -12,8 +12,6 @@ materialization later never reads them again: the job stays what was accepted.
 
 from __future__ import annotations
 
-import os
-import posixpath
 from collections.abc import Callable, Mapping
 
 from django.conf import settings
@@ -25,6 +23,7 @@ from coordinators.definitions import (
     fsspec_loader,
 )
 from coordinators.definitions.includes import Loader
+from kernel import storage
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576
@@ -37,34 +36,20 @@ def _split(url: str) -> tuple[str, str]:
     return "file", url
 
 
-def normalized(url: str) -> str:
-    """`protocol://path` with `..` and, for local files, symbolic links resolved."""
-    protocol, rest = _split(url)
-    if protocol == "file":
-        return "file://" + os.path.realpath(rest or "/")
-    if not rest:
-        return f"{protocol}://"
-    return f"{protocol}://{posixpath.normpath(rest)}"
-
-
-def roots() -> list[str]:
-    """The normalized COORD_APPLICATION_ROOTS (a bare `s3://` allows a whole protocol)."""
-    return [normalized(root) for root in settings.COORD_APPLICATION_ROOTS]
-
-
 def is_allowed(url: str) -> bool:
-    """Whether url lies under one of the application roots."""
-    target = normalized(url)
-    for root in roots():
-        if root.endswith("://") and target.startswith(root):
-            return True
-        if target == root or target.startswith(root.rstrip("/") + "/"):
-            return True
-    return False
+    """Whether url lies under one of the application roots (compared as fsspec opens it: kernel.storage)."""
+    try:
+        return storage.under(storage.resolve(url), settings.COORD_APPLICATION_ROOTS)
+    except storage.StorageURLError:
+        return False
 
 
-def check_readable(url: str, what: str, *, trusted: bool = False) -> None:
-    """Refuse a protocol outside COORD_INCLUDE_PROTOCOLS, or (untrusted) a path outside COORD_APPLICATION_ROOTS."""
+def check_readable(url: str, what: str, *, trusted: bool = False) -> str:
+    """The URL to open: refuse a protocol outside COORD_INCLUDE_PROTOCOLS or (untrusted) a path outside COORD_APPLICATION_ROOTS.
+
+    Untrusted reads open the resolved URL that was checked (symbolic links followed), not what
+    the submitter wrote; trusted ones (the CLI on the server) open what they name.
+    """
     protocol, _ = _split(url)
     if protocol not in settings.COORD_INCLUDE_PROTOCOLS:
         raise DefinitionError(
@@ -72,10 +57,16 @@ def check_readable(url: str, what: str, *, trusted: bool = False) -> None:
             f"(COORD_INCLUDE_PROTOCOLS: {', '.join(settings.COORD_INCLUDE_PROTOCOLS)})",
             source=url,
         )
-    if not trusted and not is_allowed(url):
+    if trusted:
+        return url
+    try:
+        return storage.check_under(url, settings.COORD_APPLICATION_ROOTS, setting="COORD_APPLICATION_ROOTS", what=what).url
+    except storage.OutsideRoots:
         raise DefinitionError(
             f"{what} {url!r} is outside the application roots (COORD_APPLICATION_ROOTS)", source=url
-        )
+        ) from None
+    except storage.StorageURLError as exc:
+        raise DefinitionError(f"{what} {url!r}: {exc}", source=url) from None
 
 
 def submission_loader(*, trusted: bool = False) -> tuple[Loader, dict[str, str]]:
@@ -84,8 +75,7 @@ def submission_loader(*, trusted: bool = False) -> tuple[Loader, dict[str, str]]
     read: dict[str, str] = {}
 
     def load(url: str) -> bytes:
-        check_readable(url, "<include>", trusted=trusted)
-        data = base(url)
+        data = base(check_readable(url, "<include>", trusted=trusted))
         read[url] = data.decode("utf-8", errors="replace")
         return data
 
@@ -118,9 +108,9 @@ def read_application(
     """
     import fsspec
 
-    check_readable(app_path, prop, trusted=trusted)
+    opened = check_readable(app_path, prop, trusted=trusted)
     try:
-        fs, path = fsspec.core.url_to_fs(app_path)
+        fs, path = fsspec.core.url_to_fs(opened)
         if fs.isdir(path):
             path = path.rstrip("/") + "/" + filename
             if not fs.exists(path):
@@ -143,8 +133,9 @@ def read_application(
         raise ApplicationUnreadableError(f"cannot read the {what} {app_path}: {exc}", source=app_path) from None
     if len(data) > MAX_FILE_BYTES:
         raise ApplicationUnreadableError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
-    protocol, _ = _split(app_path)
+    protocol, _ = _split(opened)
     directory = path.rsplit("/", 1)[0]
+    # A plain local path stays one (the job shows what was submitted, resolved); URLs keep their protocol.
     app_dir = directory if "://" not in app_path else f"{protocol}://{directory.split('://', 1)[-1]}"
     try:
         return data.decode("utf-8"), app_dir

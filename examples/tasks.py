@@ -1,23 +1,55 @@
 """Small, real tasks for coordinator actions: they read and write local files.
 
 A coordinator action calls them with its resolved `configuration` and its `nominal_time`.
+
+They run with the service's rights, so every path they touch is checked as an `fs` action's
+is: it must lie under WORKFLOW_FS_ROOTS once symbolic links are resolved (kernel.storage), and
+files are written without following a symbolic link that appeared since. The batch processing
+tasks write only under BATCH_WORK_ROOT (or those roots). Users may run them only where the
+operator allows `examples.*` in ALLOWED_TASKS (README, "Running coordinators").
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from celery import shared_task
+from django.conf import settings
+
+from kernel import storage
 
 
-def _local(uri: str) -> Path:
-    parts = urlsplit(uri)
-    if parts.scheme not in ("", "file"):
-        raise ValueError(f"{uri!r} is not a local file URI")
-    return Path(parts.path)
+class PathRefused(PermissionError):
+    """A path outside the roots a shipped task may touch (nothing was read or written)."""
+
+
+def _local(uri: str, roots: Sequence[str] | None = None, setting: str = "WORKFLOW_FS_ROOTS") -> Path:
+    """The resolved local file `uri` names, refused (PathRefused) unless it lies under the roots."""
+    allowed = list(settings.WORKFLOW_FS_ROOTS) if roots is None else list(roots)
+    try:
+        target = storage.check_under(str(uri), allowed, setting=setting)
+    except storage.StorageURLError as exc:
+        raise PathRefused(str(exc)) from None
+    if not target.local:
+        raise PathRefused(f"{uri!r} is not a local file URI")
+    return Path(target.path)
+
+
+def _write(path: Path, text: str, *, append: bool = False) -> None:
+    """Write text to path without following a symbolic link put there after the check (O_NOFOLLOW)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+    descriptor = os.open(path, flags, 0o644)
+    with os.fdopen(descriptor, "a" if append else "w") as handle:
+        handle.write(text)
+
+
+def _work_roots() -> list[str]:
+    """Where the batch processing tasks may write: the ingest working volume and the workflow roots."""
+    return [str(settings.BATCH_WORK_ROOT), *settings.WORKFLOW_FS_ROOTS]
 
 
 @shared_task(name="examples.noop")
@@ -37,8 +69,8 @@ def produce(configuration: dict[str, Any], nominal_time: str) -> str:
     """Write one output instance: `output` is a directory URI; a _SUCCESS flag marks it complete."""
     out = _local(str(configuration["output"]))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "data.json").write_text(json.dumps({"nominal_time": nominal_time, "inputs": configuration.get("input", "")}))
-    (out / "_SUCCESS").write_text("")
+    _write(out / "data.json", json.dumps({"nominal_time": nominal_time, "inputs": configuration.get("input", "")}))
+    _write(out / "_SUCCESS", "")
     return str(out)
 
 
@@ -52,8 +84,8 @@ def aggregate(configuration: dict[str, Any], nominal_time: str) -> str:
         records.append(json.loads(data.read_text()) if data.exists() else {"missing": uri})
     out = _local(str(configuration["output"]))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps({"nominal_time": nominal_time, "parts": records}))
-    (out / "_SUCCESS").write_text("")
+    _write(out / "summary.json", json.dumps({"nominal_time": nominal_time, "parts": records}))
+    _write(out / "_SUCCESS", "")
     return str(out)
 
 
@@ -65,8 +97,7 @@ def record(configuration: dict[str, Any], nominal_time: str) -> str:
     started = time.time()
     time.sleep(float(configuration.get("seconds", 0)))
     line = json.dumps({"nominal_time": nominal_time, "started": started, "ended": time.time()})
-    with _local(str(configuration["log"])).open("a") as handle:
-        handle.write(line + "\n")
+    _write(_local(str(configuration["log"])), line + "\n", append=True)
     return nominal_time
 
 
@@ -92,11 +123,11 @@ def ingest_store(**job: Any) -> dict[str, Any]:
     Called with the job: `primary_id`, `local_ids`, `working_dir`, `files` (name, size, path),
     `erc` (what, who, when, where) and more (see `batches.stages.task_arguments`).
     """
-    directory = Path(job["working_dir"]) / "system"
+    directory = _local(str(job["working_dir"]), _work_roots(), "BATCH_WORK_ROOT or WORKFLOW_FS_ROOTS") / "system"
     directory.mkdir(parents=True, exist_ok=True)
     erc = job.get("erc") or {}
     lines = ["erc:", *(f"{k}: {v}" for k, v in erc.items() if v)]
-    (directory / "mrt-erc.txt").write_text("\n".join(lines) + "\n")
+    _write(directory / "mrt-erc.txt", "\n".join(lines) + "\n")
     return {"files": len(job.get("files") or []), "primary_id": job["primary_id"]}
 
 
@@ -116,7 +147,8 @@ def touch(path: str, *args: Any, **kwargs: Any) -> dict[str, str]:
     """Create the local file `path` (and its directory); what it made, as the action's data (wf:actionData)."""
     target = _local(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.touch()
+    _write(target, "", append=True)  # touch: create, or leave the content as it is
+    os.utime(target, follow_symlinks=False)
     return {"path": str(target)}
 
 
@@ -135,5 +167,5 @@ def listing(inputs: str, target: str) -> dict[str, str]:
     parts = [uri for uri in inputs.split(",") if uri]
     out = _local(target)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(f"{uri}\n" for uri in parts))
+    _write(out, "".join(f"{uri}\n" for uri in parts))
     return {"parts": str(len(parts))}

@@ -39,6 +39,7 @@ TEMPLATES = {
     "E0420": "Invalid jobs filter [{0}], {1}",
     "E0421": "Invalid job filter [{0}], {1}",
     "E0500": "Not authorized, {0}",
+    "E0501": "Could not perform authorization operation, {0}",
     "E0504": "App directory [{0}] does not exist",
     "E0505": "App definition [{0}] does not exist",
     "E0509": "User [{0}] not authorized for Coord job [{1}]",
@@ -95,9 +96,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 class OozieError(Exception):
     """A refusal as Oozie words it: HTTP status, error code, formatted message."""
 
-    def __init__(self, http_status: int, code: str, *args: object) -> None:
+    def __init__(self, http_status: int, code: str, *args: object, retry_after: int | None = None) -> None:
         self.http_status = http_status
         self.code = code
+        self.retry_after = retry_after  # seconds, sent as Retry-After (a 429: the client is locked out)
         self.message = f"{code}: {TEMPLATES[code].format(*(one_line(str(a)) for a in args))}"
         super().__init__(self.message)
 
@@ -190,4 +192,6 @@ def error_response(error: OozieError) -> HttpResponse:
     response["oozie-error-message"] = error.message.encode("ascii", "backslashreplace").decode("ascii")
     if error.http_status == 401:
         response["WWW-Authenticate"] = 'Basic realm="oozie", charset="UTF-8"'
+    if error.retry_after is not None:
+        response["Retry-After"] = str(error.retry_after)
     return response

@@ -54,6 +54,7 @@ from oozieapi.formats import (
     json_response,
 )
 from oozieapi.joblog import LoggedJob, job_log, parse_log_filter
+from oozieapi.masking import masked, masker_of
 
 PROTOCOL_VERSIONS = [1, 2]
 MAX_OFFSET = 2**31 - 1
@@ -203,6 +204,12 @@ class JobView(OozieView):
     http_method_names = ["get", "head", "put"]
 
     def get(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
+        """The answer of `_show`, secret properties masked unless the caller owns the job or is a job admin."""
+        self.owner_id: Any = None  # the job's owner, once `_show` has read the job (saves reading it again)
+        response = self._show(request, version, job_id)
+        return _masked(response, self.caller, job_id, self.owner_id)
+
+    def _show(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
         """Job info (with a page of actions), definition, log, error log or status; or one action's info."""
         if oozie_workflows.is_workflow_id(job_id):  # -W ids and their nodes: see oozieapi.workflows
             return oozie_workflows.show(self.caller, job_id, request.GET)
@@ -215,6 +222,7 @@ class JobView(OozieView):
         if "@" in job_id:
             action = CoordinatorAction.objects.select_related("job__owner").get(pk=job_id)
             check_read(self.caller, action.job)
+            self.owner_id = action.job.owner_id
             if show == "info":
                 return json_response(action_json(action, zone))
             if show == "status":
@@ -223,11 +231,13 @@ class JobView(OozieView):
         if bundles.is_bundle_id(job_id):
             bundle = BundleJob.objects.select_related("owner").defer("applications").get(pk=job_id)
             check_read(self.caller, bundle)
+            self.owner_id = bundle.owner_id
             if show in ("log", "errorlog"):
                 return self._log(request, bundle, errors_only=show == "errorlog")
             return bundles.show(bundle, show, zone)
         job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
         check_read(self.caller, job)
+        self.owner_id = job.owner_id
         if show == "info":
             return self._info(request, version, job, zone)
         if show == "definition":
@@ -268,6 +278,10 @@ class JobView(OozieView):
         return HttpResponse(text + ("\n" if text else ""), content_type="text/plain;charset=UTF-8")
 
     def put(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
+        """The answer of `_act` (rerun, ignore, update and dryrun list configurations), masked as `get`'s."""
+        return _masked(self._act(request, version, job_id), self.caller, job_id)
+
+    def _act(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
         """Queue the verb (200, empty body as Oozie answers); rerun answers the actions queued again."""
         if oozie_workflows.is_workflow_id(job_id):
             self.verb = request.GET.get("action") or ""
@@ -375,6 +389,13 @@ class JobView(OozieView):
             now=timezone.now(), max_actions=length,
         )
         return json_response({"id": as_text(result), "actions": result["actions"]})
+
+
+def _masked(response: HttpResponse, caller: Any, job_id: str, owner_id: Any = None) -> HttpResponse:
+    """A successful answer about one job, its secrets masked for callers other than the owner and job admins."""
+    if response.status_code != 200 or not response.content:
+        return response
+    return masked(response, masker_of(caller, job_id, owner_id))
 
 
 def _check_id(job_id: str) -> None:

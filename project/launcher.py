@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -105,6 +105,8 @@ class Child:
     name: str
     argv: Sequence[str]
     layer: int = 1
+    #: Variables for this child alone, over the supervisor's (a secret only it may see).
+    env: Mapping[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     #: Exits in a row that came before the child had been up `stable_after` seconds.
@@ -139,13 +141,16 @@ class Supervisor:
     stable_after: float = 60.0
     clock: Callable[[], float] = time.monotonic
 
-    def start(self, name: str, argv: Sequence[str], layer: int = 1) -> Child:
+    def start(
+        self, name: str, argv: Sequence[str], layer: int = 1, env: Mapping[str, str] | None = None
+    ) -> Child:
         """Start a child in its own session, tied to the launcher's life.
 
         `layer` 0 is infrastructure (Redis): it stops only once every service above it has,
-        so a worker's warm shutdown can still acknowledge its messages.
+        so a worker's warm shutdown can still acknowledge its messages. `env` adds variables
+        for this child only (and its restarts), such as Flower's credentials.
         """
-        child = Child(name=name, argv=list(argv), layer=layer)
+        child = Child(name=name, argv=list(argv), layer=layer, env=dict(env or {}))
         self.children.append(child)
         self._spawn(child)
         return child
@@ -154,7 +159,8 @@ class Supervisor:
         """Run the child's command in a new session that dies with the launcher."""
         child.process = subprocess.Popen(  # noqa: S603 - argv is built here, never from input
             list(child.argv),
-            env=self.env,
+            # Merged at each spawn: the supervisor's env gains REDIS_URL after it is created.
+            env={**self.env, **child.env},
             cwd=self.cwd,
             start_new_session=True,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 - needed for PDEATHSIG

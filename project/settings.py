@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc as static files: /api/docs/ needs no CDN
     "project",
+    "kernel",
     "xcommands",
     "workflows",
     "operations",
@@ -165,8 +166,12 @@ COMMAND_SQLITE_BUSY_POLL_US = env_int("COMMAND_SQLITE_BUSY_POLL_US", 200)
 COMMAND_PREPARED_STATEMENTS = env_bool("COMMAND_PREPARED_STATEMENTS", True)
 # A head whose doorbell was sent but which has not started after this long is rung again.
 COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
-# Celery tasks that keyed jobs (API and enqueue_job) may run: glob patterns on task names.
-KEYED_JOB_ALLOWED_TASKS = env_list("KEYED_JOB_ALLOWED_TASKS", ["actions.*", "examples.*"])
+# Celery tasks users may run (kernel.user_tasks): `task:<name>` applications, workflows' <celery>
+# actions and keyed jobs, glob patterns on task names, checked at submission and in the worker.
+# Internal tasks (celery.*, the apps' own, commands) are refused whatever this says. The example
+# tasks are not in the default: the README's walk-throughs set ALLOWED_TASKS=examples.* where they
+# run. KEYED_JOB_ALLOWED_TASKS is this setting's earlier name, still read when ALLOWED_TASKS is unset.
+ALLOWED_TASKS = env_list("ALLOWED_TASKS", env_list("KEYED_JOB_ALLOWED_TASKS", ["actions.*"]))
 # Extra modules every worker imports (tasks of plug-ins, or of the test suite).
 CELERY_IMPORTS = env_list("EXTRA_TASK_MODULES", ["examples.tasks"])
 # Coordinator runtime: how far ahead actions are created, how often services scan, input checks.
@@ -210,6 +215,10 @@ WORKFLOW_REPORT_RETRY_SECONDS = env_int("WORKFLOW_REPORT_RETRY_SECONDS", 600)
 # A task that raises an infrastructure error (database or broker connection lost, a timeout)
 # is launched again while launches remain; false: every exception is the task's final error.
 WORKFLOW_RETRY_TRANSIENT_ERRORS = env_bool("WORKFLOW_RETRY_TRANSIENT_ERRORS", True)
+# Hosts the server may send requests to at a user's word (notification URLs, http(s) batch
+# payloads): `hooks.example.com`, `*.example.com`, `10.0.0.0/8`, `127.0.0.1:8080`, `[::1]:8080`.
+# Empty: none. Loopback and link-local answers need an IP entry naming them (kernel.outbound).
+OUTBOUND_ALLOWED_HOSTS = env_list("OUTBOUND_ALLOWED_HOSTS", [])
 # Workflow notifications (oozie.wf.workflow.notification.url, oozie.wf.action.notification.url):
 # each HTTP GET is tried again WORKFLOW_NOTIFICATION_RETRIES times, WORKFLOW_NOTIFICATION_RETRY_SECONDS apart.
 WORKFLOW_NOTIFICATION_RETRIES = env_int("WORKFLOW_NOTIFICATION_RETRIES", 3)
@@ -228,6 +237,9 @@ WORKFLOW_SHELL_TIMEOUT_SECONDS = env_int("WORKFLOW_SHELL_TIMEOUT_SECONDS", 3600)
 WORKFLOW_MAX_OUTPUT_DATA = env_int("WORKFLOW_MAX_OUTPUT_DATA", 2048)
 # Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
 COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
+# Secret job properties (kernel.secrets): names matching these globs (case-insensitive) are shown
+# masked, and their values masked in free text, to readers other than the owner and job admins.
+SECRET_PROPERTY_PATTERNS = env_list("SECRET_PROPERTY_PATTERNS", ["*password*", "*secret*", "*token*", "*.key"])
 # How many dataset instances one data-in may resolve to (a hostile coord:current(-1000000000)
 # range is refused by name instead of exhausting memory).
 COORD_MAX_INSTANCES_PER_INPUT = env_int("COORD_MAX_INSTANCES_PER_INPUT", 10_000)
@@ -323,12 +335,35 @@ METRICS_COMMAND_SAMPLE = env_int("METRICS_COMMAND_SAMPLE", 2000)
 # Ended coordinator actions are counted by a scan of the whole table: its result is reused this long.
 METRICS_ENDED_ACTIONS_SECONDS = env_int("METRICS_ENDED_ACTIONS_SECONDS", 60)
 
+# --- Failed sign-ins and request rates (kernel.auth_guard, README "Configuration") ----------
+# AUTH_FAILURE_LIMIT failed credential checks (admin login, HTTP basic, API tokens, /metrics) from
+# one client address within AUTH_FAILURE_WINDOW_SECONDS lock that address until enough of them have
+# left the window: 429 with Retry-After, the right credentials included. AUTH_ACCOUNT_FAILURE_LIMIT
+# failures naming one username from any addresses lock that username's password sign-ins the same
+# way (against distributed guessing; the price: anyone can lock an account out; API tokens keep
+# working). 0 turns a limit off. Counted in the database: every process and host sees the same.
+AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 10)
+AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 600)
+AUTH_ACCOUNT_FAILURE_LIMIT = env_int("AUTH_ACCOUNT_FAILURE_LIMIT", 50)
+# Behind a reverse proxy every client has the proxy's REMOTE_ADDR: name the request.META key of the
+# header the proxy sets (HTTP_X_FORWARDED_FOR; its right-most address is used). Only behind a proxy
+# that always sets it: otherwise clients write it themselves and pick a fresh address per guess.
+AUTH_CLIENT_IP_HEADER = env_str("AUTH_CLIENT_IP_HEADER", "")
+# DRF throttles of the native API ("120/minute"; empty: none), counted in Django's cache: the
+# in-process LocMem cache here, so each gunicorn process counts on its own.
+API_ANON_RATE = env_str("API_ANON_RATE", "120/minute")
+API_USER_RATE = env_str("API_USER_RATE", "")
+
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's token authentication, refusing a locked-out client before it looks at the key.
+        "kernel.auth_guard.GuardedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
+    # DRF's throttles reading API_ANON_RATE (anonymous callers: the schema and docs) and API_USER_RATE
+    # (users: unthrottled while empty) on each request.
+    "DEFAULT_THROTTLE_CLASSES": ["kernel.throttles.AnonymousRateThrottle", "kernel.throttles.UserRate"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's JSON, form and multipart parsers, refusing NUL, lone surrogates and deep nesting (400).

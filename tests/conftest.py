@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 
 from tests.support.processes import (
     RedisServer,
@@ -42,6 +43,23 @@ def _temporary_application_roots(settings: Any) -> None:
     import tempfile
 
     settings.COORD_APPLICATION_ROOTS = [*settings.COORD_APPLICATION_ROOTS, f"file://{tempfile.gettempdir()}"]
+
+
+#: The tasks the suite's users may run: the examples (as the README's walk-throughs allow them), the
+#: suite's own tasks, and `actions.*` (the default). Tests of the default itself set it back.
+TEST_ALLOWED_TASKS = ["actions.*", "examples.*", "tests.*", "chaos.*"]
+
+
+@pytest.fixture(autouse=True)
+def _examples_allowed(settings: Any) -> None:
+    """Tests run the example tasks through keyed jobs, `task:` and `<celery>`, as the walk-throughs do."""
+    settings.ALLOWED_TASKS = list(TEST_ALLOWED_TASKS)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    """Each test starts with an empty Django cache: DRF's throttles count there, and no test is throttled by another's calls."""
+    cache.clear()
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,15 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from coordinators.admin import MAX_MESSAGES, ReadOnlyAdmin, StatusWordsFilter, change_link, pretty
+from coordinators.admin import (
+    MAX_MESSAGES,
+    SHOWN,
+    ReadOnlyAdmin,
+    StatusWordsFilter,
+    change_link,
+    pretty,
+    remember_reader,
+)
 from coordinators.admin_display import (
     compact_time,
     human_duration,
@@ -28,6 +36,7 @@ from coordinators.admin_display import (
     status_words,
 )
 from coordinators.permissions import JobPermissionDenied
+from kernel.secrets import Masker, masker
 from workflows import graph
 from workflows.api.access import may_modify
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
@@ -90,7 +99,7 @@ def _error_text(code: str, message: str) -> str:
     return f"{code}: {message}"[:ERROR_CHARS] if code or message else ""
 
 
-def _attempts(node: WorkflowNode) -> list[str]:
+def _attempts(node: WorkflowNode, secrets: Masker) -> list[str]:
     """The node's runs in words: `attempt 1 on w1@host: ERROR: boom` (the latest last)."""
     lines = []
     for entry in node.history[-MAX_HISTORY_SHOWN:]:
@@ -98,7 +107,7 @@ def _attempts(node: WorkflowNode) -> list[str]:
             continue
         text = f"attempt {entry.get('attempt', '?')} on {entry.get('worker') or '-'}: {entry.get('outcome', '?')}"
         if entry.get("error"):  # the full error is in its own column
-            error = str(entry["error"])
+            error = secrets.text(str(entry["error"]))
             text += f": {error[:80]}…" if len(error) > 80 else f": {error}"
         lines.append(text)
     if node.user_retries:
@@ -140,6 +149,19 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
 
     # ---- the page ---------------------------------------------------------------------------
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> WorkflowJob | None:
+        """The workflow, noting what the reader is shown of its secret properties (owner and job admins: everything)."""
+        workflow = super().get_object(request, object_id, from_field)
+        if workflow is None:
+            return None
+        return remember_reader(workflow, request.user, workflow.owner_id, *workflow.secret_sources())
+
+    @staticmethod
+    def shown(workflow: WorkflowJob) -> Masker:
+        """What the page's reader is shown of the workflow's secrets (see get_object; masked when nobody noted it)."""
+        remembered: Masker | None = getattr(workflow, SHOWN, None)
+        return remembered if remembered is not None else masker(*workflow.secret_sources())
+
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> Any:
         """The fields, then the DAG (SVG) and the node table (see the template)."""
@@ -170,7 +192,8 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
         else:
             note = "a one-task run (task: or batch:), not a workflow.xml: nothing to draw"
         children = {child.parent_node: child for child in workflow.sub_workflows.all()}
-        rows = [self.node_row(node, children.get(node.id)) for node in nodes]
+        secrets = self.shown(workflow)
+        rows = [self.node_row(node, children.get(node.id), secrets) for node in nodes]
         legend = [
             (status_words(status), graph.node_colour(status))
             for status in (NodeStatus.OK, NodeStatus.RUNNING, NodeStatus.PREP, NodeStatus.USER_RETRY,
@@ -179,8 +202,8 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
         return {"workflow_graph": drawn, "graph_note": note, "node_rows": rows, "graph_legend": legend,
                 "not_reached_colour": graph.NOT_REACHED_STROKE}
 
-    def node_row(self, node: WorkflowNode, child: WorkflowJob | None) -> dict[str, Any]:
-        """One row of the node table."""
+    def node_row(self, node: WorkflowNode, child: WorkflowJob | None, secrets: Masker) -> dict[str, Any]:
+        """One row of the node table (errors and captured data masked as the reader is shown them)."""
         external: Any = node.external_id
         if child is not None:
             external = format_html("{} {}", change_link(child, child.pk), status_label(child.status))
@@ -190,9 +213,10 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
         took = human_duration(node.ended_at - node.started_at) if node.started_at and node.ended_at else "-"
         return {
             "name": node.name, "type": node.type, "status": node_status_label(node.status),
-            "transition": node.transition or "-", "attempts": _attempts(node), "attempt": node.attempt,
-            "error": _error_text(node.error_code, node.error_message),
-            "data": sorted((str(k), str(v)) for k, v in (node.data or {}).items()), "external": external, "external_status": node.external_status or "",
+            "transition": node.transition or "-", "attempts": _attempts(node, secrets), "attempt": node.attempt,
+            "error": _error_text(node.error_code, secrets.text(node.error_message)),
+            "data": sorted((str(k), str(v)) for k, v in secrets.data(node.data or {}).items()),
+            "external": external, "external_status": node.external_status or "",
             "started": _time(node.started_at), "ended": _time(node.ended_at), "took": took,
             "worker": node.worker or "",
         }
@@ -247,15 +271,17 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="error")
     def error(self, obj: WorkflowJob) -> str:
-        return f"{obj.error_code}: {obj.error_message}" if obj.error_code or obj.error_message else "-"
+        message = self.shown(obj).text(obj.error_message)
+        return f"{obj.error_code}: {message}" if obj.error_code or obj.error_message else "-"
 
     @admin.display(description="configuration")
     def configuration_pretty(self, obj: WorkflowJob) -> str:
-        return pretty(obj.configuration)
+        return pretty(self.shown(obj).properties(obj.configuration))
 
     @admin.display(description="workflow.xml")
     def app_xml_pre(self, obj: WorkflowJob) -> str:
-        return format_html("<pre style='margin:0;white-space:pre-wrap'>{}</pre>", obj.app_xml or "(a one-task run)")
+        xml = self.shown(obj).text(obj.app_xml)
+        return format_html("<pre style='margin:0;white-space:pre-wrap'>{}</pre>", xml or "(a one-task run)")
 
     # ---- verbs --------------------------------------------------------------------------------
 

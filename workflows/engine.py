@@ -26,6 +26,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from kernel.secrets import masker
 from workflows import notifications
 from workflows.choices import (
     NODE_LIVE,
@@ -107,7 +108,7 @@ def failed_launch(app_path: str, configuration: Mapping[str, str], error: str, *
         error_code="E0701", error_message=error[:4000],
     )
     node = _control(workflow, START_NODE, "start", now, status=NodeStatus.FAILED, error=("E0701", error[:4000]))
-    log.warning("workflow %s FAILED at launch: %s", workflow.id, error)
+    log.warning("workflow %s FAILED at launch: %s", workflow.id, masker(*workflow.secret_sources()).text(error))
     parents.ended(workflow, node)
     return workflow
 
@@ -264,7 +265,8 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
 
         if isinstance(exc, (DatabaseError, transaction.TransactionManagementError)):
             raise
-        log.warning("workflow %s: node %s failed to run: %s", workflow.id, name, exc)
+        log.warning("workflow %s: node %s failed to run: %s", workflow.id, name,
+                    masker(*workflow.secret_sources()).text(str(exc)))  # operators read logs, not owners
         code = "EL_ERROR" if type(exc).__module__.startswith("coordinators.el") else type(exc).__name__[:64]
         if node.kind == "action":
             row = _reset_action(workflow, node, now, status=NodeStatus.FAILED)
@@ -477,7 +479,8 @@ def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[st
         workflow.error_code, workflow.error_message = error[0][:64], error[1]
     workflow.save(update_fields=["status", "ended_at", "error_code", "error_message", "last_modified"])
     notifications.job_changed(workflow)
-    log.info("workflow %s %s%s", workflow.id, status, f": {error[1]}" if error[1] else "")
+    shown = f": {masker(*workflow.secret_sources()).text(error[1])}" if error[1] else ""  # operators read logs
+    log.info("workflow %s %s%s", workflow.id, status, shown)
     last = workflow.nodes.order_by("-ended_at", "-id").first()
     if workflow.parent_node:
         sub_workflow_ended(workflow, now)

@@ -87,6 +87,16 @@ class WorkflowJob(models.Model):
         check_transition(WORKFLOW_TRANSITIONS, self.status, target, f"workflow job {self.id}")
         self.status = target
 
+    def secret_sources(self) -> list[dict[str, Any]]:
+        """Where its secret property values come from (kernel.secrets): its configuration, its parents' (one query).
+
+        A coordinator's run carries its action's configuration only; the job's properties (a
+        `db.password` its `${...}` resolved) are the parent coordinator job's.
+        """
+        parents = WorkflowJob.objects.filter(pk=self.pk).values_list(
+            "coord_action__job__configuration", "parent_workflow__configuration").first() or ()
+        return [dict(self.configuration or {}), *(dict(found) for found in parents if found)]
+
 
 class WorkflowNode(models.Model):
     """One node of a workflow job (Oozie's workflow action, `<wf id>@<name>`): what a worker runs.

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from kernel import user_tasks
 from workflows import parents
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
 from workflows.launch import relaunch
@@ -142,6 +143,8 @@ def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
     """Call the node's Celery task in this process: OK, or ERROR with the exception's one-line text."""
     from project.celery import app
 
+    if reason := user_tasks.refusal(task_name):  # checked at submission; again here, where it would run
+        return Outcome(NodeStatus.FAILED, "E0TASK", reason)
     task = app.tasks.get(task_name)
     if task is None:  # a module named by CELERY_IMPORTS that this process has not imported yet
         app.loader.import_default_modules()

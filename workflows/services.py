@@ -197,8 +197,13 @@ def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) 
     app_path = str(properties.get(APP_PATH_PROPERTY, "")).strip()
     if not app_path:
         raise DefinitionError(f"the job configuration has no {APP_PATH_PROPERTY}", source="job.properties")
+    from workflows.actions.celery import check_definition_tasks
+
     xml, defaults = load_application(app_path, trusted=trusted)
-    return prepare_workflow(xml, dict(properties), app_path=app_path, config_default=defaults)
+    prepared = prepare_workflow(xml, dict(properties), app_path=app_path, config_default=defaults)
+    check_definition_tasks(prepared.definition, app_path.rstrip("/") + "/workflow.xml")
+    notifications.check_notification_properties(prepared.configuration)  # config-default.xml's too
+    return prepared
 
 
 def submit_workflow(properties: Mapping[str, str], *, owner: Any, trusted: bool = False, start: bool = True) -> WorkflowJob:
@@ -231,6 +236,7 @@ def request_rerun(workflow_id: str, properties: Mapping[str, str], *, check: Cal
     fail_nodes = str(properties.get("oozie.wf.rerun.failnodes", "")).strip().lower() == "true"
     skip = [n.strip() for n in str(properties.get(SKIP_NODES, "")).split(",") if n.strip()]
     conf = {k: v for k, v in properties.items() if k not in (SKIP_NODES, "oozie.wf.rerun.failnodes")}
+    notifications.check_notification_properties(conf)  # rerun properties replace the stored ones
     with transaction.atomic():
         workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)
         check(workflow)

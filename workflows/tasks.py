@@ -31,19 +31,27 @@ def recover() -> dict[str, int]:
 
 @shared_task(bind=True, name="workflows.notify", ignore_result=True, acks_late=True)
 def notify(self: Any, url: str) -> int:
-    """Make one workflow notification (an HTTP GET), retried as configured (workflows.notifications)."""
+    """Make one workflow notification (a checked, pinned HTTP GET), retried as configured; a refused URL is dropped."""
     import logging
-    import urllib.request
 
     from django.conf import settings
 
+    from kernel.outbound import OutboundRefused
+    from kernel.secrets import masker
+    from workflows.notifications import deliver
+
     retries = int(getattr(settings, "WORKFLOW_NOTIFICATION_RETRIES", 3))
     delay = float(getattr(settings, "WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10))
+    secrets = masker()  # log lines mask `token=`-like parameters (the sender masked the job's values for Flower)
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - http(s) only, checked when queued
-            return int(response.status)
+        return deliver(url)
+    except OutboundRefused as exc:  # OUTBOUND_ALLOWED_HOSTS refuses it: trying again changes nothing
+        logging.getLogger(__name__).warning("notification not sent, refused: %s", secrets.text(str(exc)))
+        return 0
     except Exception as exc:
         if self.request.retries >= retries:
-            logging.getLogger(__name__).warning("notification %s failed %s times, given up: %s", url, retries + 1, exc)
+            logging.getLogger(__name__).warning("notification %s failed %s times, given up: %s",
+                                                secrets.text(url), retries + 1, secrets.text(str(exc)))
             return 0
-        raise self.retry(exc=exc, countdown=delay) from None
+        # The retry is a new message: it keeps the masked display of the first (Flower shows argsrepr).
+        raise self.retry(exc=exc, countdown=delay, argsrepr=getattr(self.request, "argsrepr", None)) from None

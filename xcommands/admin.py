@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from kernel.secrets import masker
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 from xcommands.errors import IllegalCommandTransition
 from xcommands.models import Command, CommandKey
@@ -235,7 +236,9 @@ class CommandAdmin(admin.ModelAdmin[Command]):
 
     @admin.display(description="params")
     def params_pretty(self, obj: Command) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(obj.params, indent=2, sort_keys=True))
+        # As Flower shows them (Command.display_kwargs): an update's or rerun's configuration and a keyed
+        # job's arguments keep their secrets masked; the job's own page shows them to its owner and admins.
+        return format_html("<pre>{}</pre>", json.dumps(masker(obj.params).data(obj.params), indent=2, sort_keys=True))
 
     @admin.display(description="history")
     def history_pretty(self, obj: Command) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
-
+from kernel import user_tasks
+from kernel.user_tasks import TaskNotAllowed
 from xcommands.base import XCommand
 from xcommands.errors import PermanentError
 from xcommands.models import Command
@@ -16,33 +15,30 @@ from xcommands.queue import enqueue
 #: Keys the service itself uses (completions of operations run under `operation:<target>`).
 RESERVED_KEY_PREFIXES = ("operation:",)
 
-
-class TaskNotAllowed(ValueError):  # noqa: N818
-    """The task name is unknown, or not allowed for keyed jobs."""
+__all__ = ["TaskNotAllowed", "KeyedJobXCommand", "check_task_allowed", "enqueue_job"]
 
 
 def _celery_app() -> Any:
+    # The Celery app sits at the top of the stack: looked up when a task is, never imported by this module.
     from project.celery import app
 
     return app
 
 
 def check_task_allowed(task_name: str) -> None:
-    """Refuse tasks that are not registered or not in KEYED_JOB_ALLOWED_TASKS (glob patterns)."""
-    patterns: list[str] = list(getattr(settings, "KEYED_JOB_ALLOWED_TASKS", []))
-    if not any(fnmatch.fnmatchcase(task_name, pattern) for pattern in patterns):
-        raise TaskNotAllowed(
-            f"task {task_name!r} is not allowed for keyed jobs (KEYED_JOB_ALLOWED_TASKS: {patterns})"
-        )
-    if task_name.endswith("XCommand"):
-        raise TaskNotAllowed(f"{task_name!r} is a command; enqueue commands, not their tasks")
+    """Refuse internal tasks, tasks outside ALLOWED_TASKS (kernel.user_tasks) and unregistered ones."""
+    user_tasks.check(task_name)
     app = _celery_app()
-    app.loader.import_default_modules()
+    if task_name not in app.tasks:
+        app.loader.import_default_modules()  # a module named by CELERY_IMPORTS not imported yet
     if task_name not in app.tasks:
         raise TaskNotAllowed(f"no Celery task is registered as {task_name!r}")
 
 
 def _run_task(task_name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Call the task's body here, after the allow-list is checked again (it may have changed since submission)."""
+    if reason := user_tasks.refusal(task_name):
+        raise PermanentError(reason)
     app = _celery_app()
     task = app.tasks.get(task_name)
     if task is None:

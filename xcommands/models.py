@@ -7,6 +7,7 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from kernel.secrets import masker
 from xcommands.choices import ACTIVE_STATUSES, LEASED_STATUSES, CommandStatus
 
 
@@ -118,5 +119,9 @@ class Command(models.Model):
         return f"{self.name}#{self.pk} [{self.key}] {self.status}"
 
     def display_kwargs(self) -> dict[str, Any]:
-        """What Flower shows next to the task name: the key and the arguments."""
-        return {"key": self.key, "params": self.params}
+        """What Flower shows next to the task name: the key and the arguments, secret properties masked.
+
+        Anyone who may open Flower reads these, and the worker needs only the command id: an
+        update's or a rerun's configuration and a keyed job's arguments are masked (kernel.secrets).
+        """
+        return {"key": self.key, "params": masker(self.params).data(self.params)}

@@ -23,9 +23,9 @@ from batches.admin.verbs import REFUSALS, HoldForm, applying, value_page
 from batches.models import Collection, IngestSettings, Profile
 from coordinators.admin import MAX_MESSAGES
 from coordinators.permissions import is_admin
+from kernel import user_tasks
 
 #: Registered tasks that are the engine's own, never a processing task.
-INTERNAL_TASKS = ("celery.", "statusservice.", "xcommands.", "workflows.", "project.")
 
 
 class AdminEdited(admin.ModelAdmin[Any]):
@@ -122,13 +122,15 @@ class CollectionAdmin(AdminEdited):
 
 
 def processing_tasks() -> list[str]:
-    """The Celery tasks registered in this process (with EXTRA_TASK_MODULES) that may be a processing task."""
+    """The Celery tasks registered in this process (with EXTRA_TASK_MODULES) that may be a processing task.
+
+    Operators choose them (ALLOWED_TASKS, the users' list, does not apply), but never an
+    internal one (kernel.user_tasks: the engine's commands and services, Celery's).
+    """
     from project.celery import app
 
     app.loader.import_default_modules()
-    return sorted(
-        name for name in app.tasks if not name.startswith(INTERNAL_TASKS) and not name.endswith("XCommand")
-    )
+    return sorted(name for name in app.tasks if not user_tasks.is_internal(name))
 
 
 class ProfileForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -17,8 +17,10 @@ from coordinators.api.serializers import (
     MAX_DEFINITION_CHARS,
     CoordinatorActionSerializer,
     SubmissionSerializer,
+    reader,
 )
 from coordinators.models import CoordinatorAction
+from kernel.secrets import masker, may_see_secrets
 
 BUNDLE_STATUSES = tuple(BundleStatus.values)
 
@@ -115,10 +117,14 @@ class BundleJobDetailSerializer(BundleJobSerializer):
         read_only_fields = fields
 
     def to_representation(self, instance: BundleJob) -> dict[str, Any]:
-        """Read the progress of every coordinator in one query, whatever their number (no N+1)."""
+        """Read the progress of every coordinator in one query (no N+1); secrets masked but for the owner and job admins."""
         actions = list(instance.actions.all())  # prefetched in coord_name order by the view
         cast(dict[str, Any], self.context)["progress"] = coordinator_progress(a.coord_job_id for a in actions if a.coord_job_id)
-        return dict(super().to_representation(instance))
+        data = dict(super().to_representation(instance))
+        if may_see_secrets(reader(self.context), instance.owner_id):
+            return data
+        masked: dict[str, Any] = masker(instance.configuration, data).data(data)
+        return masked
 
 
 class BundleSubmissionSerializer(SubmissionSerializer):

@@ -173,5 +173,7 @@ class BundleJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainV
             pk, actor=request.user, coordinators=data.get("coordinators") or None, dates=data.get("dates") or None,
             refresh=data["refresh"], nocleanup=data["nocleanup"],
         )
-        body = {"actions": {name: CoordinatorActionSerializer(actions, many=True).data for name, actions in planned.items()}}
+        context = self.get_serializer_context()
+        body = {"actions": {name: CoordinatorActionSerializer(actions, many=True, context=context).data
+                            for name, actions in planned.items()}}
         return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -23,6 +23,7 @@ from bundles.models import BundleAction, BundleJob
 from bundles.status import derive_status
 from coordinators.choices import JOB_TERMINAL, JobStatus
 from coordinators.definitions import DefinitionError
+from kernel.secrets import mask_text
 from project.statemachine import transition_path
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
@@ -143,7 +144,7 @@ class BundleCoordSubmitXCommand(XCommand):
             action.status = JobStatus.FAILED
             action.error_message = f"coordinator {self.coord_name!r} could not be submitted: {exc}"[:4000]
             action.save(update_fields=["status", "pending", "dirty", "error_message"])
-            log.warning("bundle %s: %s", self.bundle_id, action.error_message)
+            log.warning("bundle %s: %s", self.bundle_id, mask_text(action.error_message, self.bundle.configuration))
             return {"submitted": False, "reason": action.error_message}
         fields = prepared.fields
         if self.bundle.end_time is not None and fields["start_time"] < self.bundle.end_time < fields["end_time"]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -11,10 +12,57 @@ from rest_framework.reverse import reverse
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.definitions import load_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
+from kernel.secrets import masker, may_see_secrets
 from workflows.models import WorkflowJob
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_DEFINITION_CHARS = 1_048_576
+JOBS_READ = "_secret_jobs"  # context key: (owner id, configuration) of the coordinator jobs read so far
+
+
+# ---- secret properties (kernel.secrets): masked for readers other than the owner and job admins ----
+
+
+def reader(context: Mapping[str, Any]) -> Any:
+    """The user a serializer answers (None without a request: everything secret is then masked)."""
+    return getattr(context.get("request"), "user", None)
+
+
+def siblings(serializer: serializers.BaseSerializer[Any]) -> list[Any]:
+    """The other instances of the list being serialized (a page), to read what they need in one query."""
+    parent = serializer.parent
+    if isinstance(parent, serializers.ListSerializer) and isinstance(parent.instance, list | tuple):
+        return list(parent.instance)
+    return []
+
+
+def job_secrets(serializer: serializers.BaseSerializer[Any], job_id: str) -> tuple[Any, dict[str, Any]]:
+    """(owner id, configuration) of a coordinator job, read once per response for every job of the page."""
+    known: dict[str, tuple[Any, dict[str, Any]]] = cast(dict[str, Any], serializer.context).setdefault(JOBS_READ, {})
+    if job_id not in known:
+        wanted = {job_id} | {str(item.job_id) for item in siblings(serializer) if getattr(item, "job_id", None)}
+        rows = CoordinatorJob.objects.filter(pk__in=sorted(wanted - set(known))).values_list("pk", "owner_id", "configuration")
+        known.update({pk: (owner_id, configuration or {}) for pk, owner_id, configuration in rows})
+    return known.get(job_id, (None, {}))
+
+
+def knowing(context: Mapping[str, Any], job: CoordinatorJob) -> dict[str, Any]:
+    """The serializer context, told the owner and configuration of the job whose actions it serializes (no query)."""
+    return {**context, JOBS_READ: {job.pk: (job.owner_id, job.configuration or {})}}
+
+
+def mask_for_reader(serializer: serializers.BaseSerializer[Any], data: Any, job_id: str, owner_id: Any = None) -> Any:
+    """The representation of something of coordinator job `job_id`, masked unless the reader is its owner or a job admin.
+
+    The owner is checked first (`owner_id` when the row carries it, else read once for the
+    whole page): the owner's own pages cost no query more, another reader's one.
+    """
+    user = reader(serializer.context)
+    if owner_id is None:
+        owner_id = job_secrets(serializer, job_id)[0]
+    if may_see_secrets(user, owner_id):
+        return data
+    return masker(job_secrets(serializer, job_id)[1], data).data(data)
 
 
 class CoordinatorJobSerializer(serializers.ModelSerializer[CoordinatorJob]):
@@ -44,11 +92,19 @@ class CoordinatorJobSerializer(serializers.ModelSerializer[CoordinatorJob]):
 
 
 class CoordinatorJobDetailSerializer(CoordinatorJobSerializer):
-    """A coordinator job with its definition and job properties."""
+    """A coordinator job with its definition and job properties (secret ones masked but for its owner and job admins)."""
 
     class Meta(CoordinatorJobSerializer.Meta):
         fields = [*CoordinatorJobSerializer.Meta.fields, "configuration", "definition"]
         read_only_fields = fields
+
+    def to_representation(self, instance: CoordinatorJob) -> dict[str, Any]:
+        """The job, its secret properties masked for other readers (kernel.secrets)."""
+        data = dict(super().to_representation(instance))
+        if may_see_secrets(reader(self.context), instance.owner_id):
+            return data
+        masked: dict[str, Any] = masker(instance.configuration, data).data(data)
+        return masked
 
 
 class WaitingSerializer(serializers.Serializer[dict[str, Any]]):
@@ -85,6 +141,12 @@ class CoordinatorActionSerializer(serializers.ModelSerializer[CoordinatorAction]
         info = obj.waiting()
         return None if info is None else dict(WaitingSerializer(info).data)
 
+    def to_representation(self, instance: CoordinatorAction) -> dict[str, Any]:
+        """The action (its runs too), its job's secret properties masked for readers other than the owner and job admins."""
+        data = dict(super().to_representation(instance))
+        masked: dict[str, Any] = mask_for_reader(self, data, instance.job_id, getattr(instance, "job_owner_id", None))
+        return masked
+
 
 class StatusChangeSerializer(serializers.ModelSerializer[StatusChange]):
     """One status change: from, to, when, by which command, service or user, and why."""
@@ -93,6 +155,11 @@ class StatusChangeSerializer(serializers.ModelSerializer[StatusChange]):
         model = StatusChange
         fields = ["object_id", "from_status", "to_status", "at", "by", "reason"]
         read_only_fields = fields
+
+    def to_representation(self, instance: StatusChange) -> dict[str, Any]:
+        """The change; its reason (often an error message) masked as the job's other texts are."""
+        masked: dict[str, Any] = mask_for_reader(self, dict(super().to_representation(instance)), instance.job_id)
+        return masked
 
 
 class WorkflowRunSerializer(serializers.ModelSerializer[WorkflowJob]):

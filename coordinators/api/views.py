@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -41,10 +41,12 @@ from coordinators.api.serializers import (
     SubmissionSerializer,
     UpdateResultSerializer,
     UpdateSerializer,
+    knowing,
 )
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
+from kernel.secrets import masker_for
 from operations.api.bulk import bulk_schema, start_from_request
 from project.api_base import ERROR_BODY, DomainViewSet, accepted
 
@@ -130,7 +132,8 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
             raise ValidationError({"order": "asc or desc"})
         queryset = self.filter_queryset(CoordinatorAction.objects.filter(job_id=job.pk))
         page = self.paginate_queryset(queryset.order_by("number" if order == "asc" else "-number"))
-        return self.get_paginated_response(CoordinatorActionSerializer(page, many=True).data)
+        context = knowing(self.get_serializer_context(), job)
+        return self.get_paginated_response(CoordinatorActionSerializer(page, many=True, context=context).data)
 
     @extend_schema(summary="The job's status changes, oldest first, paginated (its actions' are on each action)",
                    responses={200: StatusChangeSerializer(many=True), **ERRORS})
@@ -181,7 +184,7 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
             pk, actor=request.user, rerun_type=data["type"], scope=data["scope"],
             refresh=data["refresh"], nocleanup=data["nocleanup"], failed=data["failed"],
         )
-        body = {"actions": CoordinatorActionSerializer(actions, many=True).data}
+        body = {"actions": CoordinatorActionSerializer(actions, many=True, context=self.get_serializer_context()).data}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Ignore FAILED, KILLED or TIMEDOUT actions (by number or nominal-time range), or a FAILED or KILLED job",
@@ -193,7 +196,7 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
         if not data.get("scope", "").strip():
             return accepted(CoordinatorJobSerializer, services.ignore_job(pk, actor=request.user), request)
         actions = services.ignore_actions(pk, actor=request.user, ignore_type=data["type"], scope=data["scope"])
-        body = {"actions": CoordinatorActionSerializer(actions, many=True).data}
+        body = {"actions": CoordinatorActionSerializer(actions, many=True, context=self.get_serializer_context()).data}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(summary="Update the definition (read again from the app path) and properties; dryrun shows the diff",
@@ -202,8 +205,11 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
     def update_definition(self, request: Request, pk: str) -> Response:
         """202 with the diff when queued, 200 with it for a dry run; a definition that does not validate changes nothing."""
         data = _valid(UpdateSerializer, request)
+        # An ACL member may update another's job: the diff shows both configurations, secrets masked for them.
+        owner_id, before = CoordinatorJob.objects.filter(pk=pk).values_list("owner_id", "configuration").first() or (None, {})
         plan = services.update_job(pk, actor=request.user, configuration=data.get("configuration"), dryrun=data["dryrun"])
-        body = {"diff": plan.diff, "dryrun": data["dryrun"], "queued": plan.queued}
+        diff = masker_for(request.user, owner_id, before, data.get("configuration") or {}).text(plan.diff)
+        body = {"diff": diff, "dryrun": data["dryrun"], "queued": plan.queued}
         return Response(body, status=status.HTTP_202_ACCEPTED if plan.queued else status.HTTP_200_OK)
 
 
@@ -222,8 +228,8 @@ class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         return CoordinatorActionDetailSerializer if self.action == "retrieve" else CoordinatorActionSerializer
 
     def get_queryset(self) -> QuerySet[CoordinatorAction]:
-        """Actions of readable jobs, ordered by job and number (the unique index)."""
-        queryset = CoordinatorAction.objects.all()
+        """Actions of readable jobs, ordered by job and number (the unique index), with their job's owner (secrets)."""
+        queryset = CoordinatorAction.objects.annotate(job_owner_id=F("job__owner_id"))
         queryset = readable_jobs(queryset, self.request.user, prefix="job__")
         return queryset.order_by("job_id", "number")
 
@@ -239,4 +245,4 @@ class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 def _history(view: DomainViewSet, changes: QuerySet[StatusChange]) -> Response:
     """A page of status changes, oldest first (the (object id, at) index)."""
     page = view.paginate_queryset(changes.order_by("at", "id"))
-    return view.get_paginated_response(StatusChangeSerializer(page, many=True).data)
+    return view.get_paginated_response(StatusChangeSerializer(page, many=True, context=view.get_serializer_context()).data)

@@ -98,7 +98,7 @@ def child_environment(plan: Plan, database_url: str, redis_url: str) -> dict[str
         "REDIS_URL": redis_url,
         "PYTHONUNBUFFERED": "1",
         "EXTRA_TASK_MODULES": "examples.tasks,project.chaos.probe",
-        "KEYED_JOB_ALLOWED_TASKS": "actions.*,examples.*,chaos.*",
+        "ALLOWED_TASKS": "actions.*,examples.*,chaos.*",
         "COMMAND_LEASE_SECONDS": str(plan.lease),
         "WORKFLOW_LEASE_SECONDS": str(plan.lease),
         "COMMAND_SWEEP_SECONDS": str(plan.sweep),

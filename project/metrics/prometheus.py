@@ -14,6 +14,7 @@ from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
+from kernel import auth_guard
 from project.metrics.figures import Figures, compute_figures
 
 # Upper bounds of the wait and run time buckets, in seconds (+Inf is added).
@@ -150,7 +151,7 @@ def _authorized(request: HttpRequest) -> bool:
     if expected and scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode(), expected.encode()):
         return True
     try:
-        user = authenticate(request)
+        user = authenticate(request, scope="metrics")
     except OozieError:
         return False
     return user is not None and bool(getattr(user, "is_active", False))
@@ -159,7 +160,14 @@ def _authorized(request: HttpRequest) -> bool:
 @never_cache
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    """GET /metrics: the figures for Prometheus; 401 without METRICS_TOKEN or API credentials."""
+    """GET /metrics: the figures for Prometheus; 401 without METRICS_TOKEN or API credentials, 429 while locked out."""
+    # The lock comes before the METRICS_TOKEN comparison: a locked-out address guesses nothing here.
+    # (A wrong Bearer token is a failure: oozieapi.auth looks it up as an API token and records it.)
+    lock = auth_guard.lockout(request) if request.META.get("HTTP_AUTHORIZATION") else None
+    if lock is not None:
+        response = HttpResponse(f"{lock.message()}\n", status=429, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(lock.retry_after)
+        return response
     if not _authorized(request):
         response = HttpResponse("authentication required: Authorization: Bearer <METRICS_TOKEN>, or API credentials\n",
                                 status=401, content_type="text/plain; charset=utf-8")

@@ -93,7 +93,7 @@ def test_relative_app_paths_are_taken_from_the_bundles_directory(tmp_path: Path,
         result = services.dryrun_bundle(xml, window(), owner=User(username="ann"), now=timezone.now(), app_path=path)
         assert result["coordinators"][0]["app_path"].removeprefix("file://") == str(apps / "hourly"), path
         assert result["coordinators"][0]["configuration"]["oozie.coord.application.path"].endswith("/apps/hourly")
-    with pytest.raises(DefinitionError, match="coordinator 'hourly': cannot read"):
+    with pytest.raises(DefinitionError, match="coordinator 'hourly': .*is a relative path"):  # never read from the cwd
         services.dryrun_bundle(xml, window(), owner=User(username="ann"), now=timezone.now())  # from the cwd
 
 

@@ -515,3 +515,101 @@ def test_every_native_operation_in_the_schema_refuses_hostile_text(native: Clien
             native_refusal(lambda: send(url, {prop: "a\x00b"}), "NUL")  # noqa: B023 - multipart
             sent += 1
     assert sent > 150
+
+
+# ---- security boundaries (SECURITY.md; in depth: tests/security/) -------------------------------
+# One section per promise: each hostile request is refused by name and changes nothing.
+
+
+# -- 1 and 2: tasks users name: one allow-list, internal tasks never, the examples not by default --
+
+
+@pytest.mark.parametrize("task", ["statusservice.tick", "xcommands.service.purge", "celery.backend_cleanup",
+                                  "workflows.notify", "coordinators.CoordKillXCommand"])
+def test_internal_tasks_are_refused_by_name_under_a_star(native: Client, settings: Any, task: str) -> None:
+    """ALLOWED_TASKS=*: an internal task as a keyed job or a `task:` app-path is a 400 naming it; nothing stored."""
+    settings.ALLOWED_TASKS = ["*"]
+    native_refusal(post_json(native, KEYED, json.dumps({"key": "k", "task_name": task})), task, "internal")
+    body = json.dumps({"definition": coordinator_xml(task=task), "properties": window()})
+    native_refusal(post_json(native, JOBS, body), task, "internal")
+
+
+def test_example_tasks_are_refused_by_default(native: Client, settings: Any, tmp_path: Path) -> None:
+    """The probe's write-anywhere request: under the default list, examples.listing is a 400 naming the setting."""
+    settings.ALLOWED_TASKS = ["actions.*"]
+    body = {"key": "k", "task_name": "examples.listing", "args": ["x", f"file://{tmp_path}/evil.pth"]}
+    native_refusal(post_json(native, KEYED, json.dumps(body)), "examples.listing", "ALLOWED_TASKS")
+    assert not (tmp_path / "evil.pth").exists()
+
+
+# -- 3: paths: roots compare what is opened -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        pytest.param("file://localhost/etc/passwd", ["no host"], id="file-host-form"),
+        pytest.param("FILE:///etc/passwd", ["lower case"], id="upper-case-protocol"),
+        pytest.param("file:///tmp/%2e%2e/etc/passwd", ["%-escaped"], id="escaped-dot-dot"),
+        pytest.param("../../etc", ["relative path"], id="relative"),
+        pytest.param("file:///etc", ["outside the application roots"], id="outside"),
+    ],
+)
+def test_application_paths_outside_or_ambiguous_are_refused(native: Client, path: str, words: list[str]) -> None:
+    """A coordinator submitted by path: every form fsspec would read elsewhere is a 400 naming the problem."""
+    body = json.dumps({"app_path": path, "properties": window()})
+    native_refusal(post_json(native, JOBS, body), *words)
+
+
+# -- 4: guessing credentials is throttled ----------------------------------------------------------
+
+
+def test_guessing_tokens_locks_the_address_even_for_the_right_token(ann: User, settings: Any) -> None:
+    """AUTH_FAILURE_LIMIT wrong tokens, then the right one: 429 with Retry-After; nothing about the token said."""
+    settings.AUTH_FAILURE_LIMIT = 3
+    for guess in range(3):
+        assert Client(headers={"Authorization": f"Token wrong{guess}"}).get(JOBS).status_code == 401
+    response = Client(headers={"Authorization": f"Token {token(ann)}"}).get(JOBS)
+    assert response.status_code == 429 and int(response["Retry-After"]) > 0
+
+
+# -- 5: outbound requests: an allow-list -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://127.0.0.1:6379/", "gopher://x/"])
+def test_notification_urls_to_unlisted_hosts_are_refused(native: Client, settings: Any, url: str) -> None:
+    """A notification URL to a host OUTBOUND_ALLOWED_HOSTS does not list (metadata, loopback, other schemes): 400."""
+    settings.OUTBOUND_ALLOWED_HOSTS = ["hooks.example.com"]
+    body = json.dumps({"definition": coordinator_xml(),
+                       "properties": {**window(), "oozie.wf.workflow.notification.url": url}})
+    native_refusal(post_json(native, JOBS, body), "oozie.wf.workflow.notification.url")
+
+
+# -- 6: secrets in properties: masked for everyone but the owner and admins --------------------------
+
+
+def test_another_user_never_reads_a_secret_property(ann: User) -> None:
+    """bob reads ann's job: db.password and a value built from it are masked; ann sees them."""
+    secret = "s3cr3t-Pa55word"
+    job = submit_coordinator(coordinator_xml(), {**window(), "db.password": secret, "jdbc": f"db://u:{secret}@h"},
+                             owner=ann, start=False)
+    bob = user("bob")
+    for url in (f"{JOBS}{job.id}/", f"/oozie/v2/job/{job.id}?show=info", f"/oozie/v2/job/{job.id}?show=definition"):
+        shown = Client(headers={"Authorization": f"Token {token(bob)}"}).get(url)
+        assert shown.status_code == 200 and secret not in shown.content.decode(), url
+    assert secret in Client(headers={"Authorization": f"Token {token(ann)}"}).get(f"{JOBS}{job.id}/").content.decode()
+
+
+# -- 7: Flower never runs without a login by accident --------------------------------------------------
+
+
+@pytest.mark.parametrize("basic_auth", ["", "   ", "no-colon-here", "ops-only:"])
+def test_flower_refuses_an_empty_or_malformed_login(tmp_path: Path, basic_auth: str) -> None:
+    """FLOWER_BASIC_AUTH empty or malformed: the launcher refuses to start Flower, without echoing the value."""
+    from project.flower_auth import flower_child
+    from project.launcher import LauncherError
+
+    with pytest.raises(LauncherError) as refused_start:
+        flower_child(python="python", port=5555, var_dir=tmp_path, basic_auth=basic_auth)
+    assert "FLOWER_BASIC_AUTH" in str(refused_start.value)
+    assert basic_auth.strip() == "" or basic_auth not in str(refused_start.value)

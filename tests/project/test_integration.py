@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.cookiejar
 import json
 import os
@@ -33,9 +34,13 @@ def test_real_worker_runs_a_task_end_to_end(live_workers: Callable[..., WorkerPr
     assert result.get(timeout=30) == {"worker": os.uname().nodename, "database": "ok"}
 
 
-def _get(url: str) -> tuple[int, bytes]:
+def _get(url: str, credentials: str | None = None) -> tuple[int, bytes]:
+    """Status and body of GET url, with HTTP basic credentials `user:password` when given (Flower)."""
+    request = urllib.request.Request(url)  # noqa: S310 - loopback only
+    if credentials is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(credentials.encode()).decode())
     try:
-        with urllib.request.urlopen(url, timeout=20) as response:  # noqa: S310 - loopback only; a first request may wait for a busy machine
+        with urllib.request.urlopen(request, timeout=20) as response:  # noqa: S310 - loopback only; a first request may wait for a busy machine
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -92,7 +97,8 @@ class Launcher:
 def up_environment(tmp_path: Path) -> tuple[dict[str, str], tuple[int, int, int]]:
     """The environment of a `manage.py up` of its own (./var in tmp_path, free ports): env, (web, Flower, Redis) ports."""
     port, flower_port, redis_port = free_port(), free_port(), free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ADMIN_PASSWORD", "DATABASE_URL")}
+    inherited = ("REDIS_URL", "ADMIN_PASSWORD", "DATABASE_URL", "FLOWER_BASIC_AUTH", "FLOWER_AUTH", "FLOWER_UNAUTHENTICATED")
+    env = {k: v for k, v in os.environ.items() if k not in inherited}
     env.update(
         {
             "PORT": str(port),
@@ -119,7 +125,13 @@ def test_up_starts_everything_and_stops_everything(tmp_path: Path) -> None:
         assert _get(f"{base}/api/v1/")[0] in (401, 403)
         status, body = _get(f"{base}/api/schema/")
         assert status == 200 and body.startswith(b"openapi: 3."), body[:200]
-        wait_until(lambda: _get(f"http://127.0.0.1:{flower_port}/")[0] == 200, 30, "Flower")
+        # Flower asks for a login (docs/adr/0028); its generated password is shown once and kept in var.
+        flower = f"http://127.0.0.1:{flower_port}/"
+        wait_until(lambda: _get(flower)[0] == 401, 30, "Flower")
+        flower_passwords = re.findall(r"created Flower login 'admin' with password: (\S+)", first.text())
+        assert len(flower_passwords) == 1, first.text()
+        assert (tmp_path / "var" / "flower.auth").read_text().strip() == f"admin:{flower_passwords[0]}"
+        assert _get(flower, f"admin:{flower_passwords[0]}")[0] == 200
         passwords = re.findall(r"created admin user 'admin' with password: (\S+)", first.text())
         assert len(passwords) == 1, first.text()
         url, page = _admin_login(base, "admin", passwords[0])
@@ -140,6 +152,7 @@ def test_up_starts_everything_and_stops_everything(tmp_path: Path) -> None:
         assert second.wait_up(60) < 20
         assert _get(f"{base}/healthz")[0] == 200
         assert "created admin user" not in second.text()
+        assert "created Flower login" not in second.text() and "flower.auth" in second.text()
     finally:
         if second.process.poll() is None:
             second.stop(signal.SIGINT)  # what Ctrl-C sends

@@ -183,6 +183,8 @@ def child_env(database: Mapping[str, object], redis_url: str, extra: Mapping[str
     env.pop("CELERY_RESULT_BACKEND", None)
     env["DATABASE_URL"] = database_url(database)
     env["PYTHONUNBUFFERED"] = "1"
+    # Workers run the example and test tasks the suite submits (tests/conftest.py TEST_ALLOWED_TASKS).
+    env.setdefault("ALLOWED_TASKS", "actions.*,examples.*,tests.*,chaos.*")
     env.update(extra)
     return env
 

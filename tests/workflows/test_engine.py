@@ -455,11 +455,12 @@ def test_an_el_error_when_entering_a_node_fails_the_job_naming_it(tmp_path: Path
     assert workflow.error_message.startswith("node d:")
 
 
-def test_notifications_name_the_job_its_status_and_each_node_transition(tmp_path: Path,
+def test_notifications_name_the_job_its_status_and_each_node_transition(tmp_path: Path, settings: Any,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Spec 5: a GET per job status change and per node start and end, tokens replaced, sent after commit."""
     from workflows import notifications
 
+    settings.OUTBOUND_ALLOWED_HOSTS = ["hooks.example"]  # only listed hosts are notified (kernel.outbound)
     sent: list[str] = []
     monkeypatch.setattr(notifications, "_send", sent.append)
     directory = app(tmp_path, celery("a", "examples.noop_any", ok="end"))
@@ -497,6 +498,7 @@ def test_a_notification_is_an_http_get_retried_until_it_is_answered(settings: An
     server = HTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    settings.OUTBOUND_ALLOWED_HOSTS = [f"127.0.0.1:{server.server_port}"]  # loopback: listed by address
     try:
         url = f"http://127.0.0.1:{server.server_port}/job?id=1-W&s=SUCCEEDED"
         assert notify.apply(args=(url,)).get() == 200

@@ -76,9 +76,10 @@ def test_queue_a_keyed_job_and_read_its_status(ann: User) -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        pytest.param({"key": "k", "task_name": "project.healthcheck"}, "not allowed", id="task-not-allowed"),
+        pytest.param({"key": "k", "task_name": "project.healthcheck"}, "internal to the service", id="internal-task"),
+        pytest.param({"key": "k", "task_name": "other.task"}, "not allowed", id="task-not-allowed"),
         pytest.param({"key": "k", "task_name": "actions.nope"}, "no Celery task", id="unknown-task"),
-        pytest.param({"key": "k", "task_name": "xcommands.KeyedJobXCommand"}, "not allowed", id="command-task"),
+        pytest.param({"key": "k", "task_name": "xcommands.KeyedJobXCommand"}, "internal to the service", id="command-task"),
         pytest.param({"key": "", "task_name": "actions.tests.append"}, "key", id="empty-key"),
         pytest.param({"key": "k", "task_name": "actions.tests.append", "max_retries": -1}, "max_retries", id="negative-retries"),
         pytest.param(

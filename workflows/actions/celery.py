@@ -1,7 +1,7 @@
 """The Celery task action (`<celery xmlns="uri:oozie:celery-action:0.1">`): a named task called in this worker.
 
-Only tasks KEYED_JOB_ALLOWED_TASKS allows (the rule of keyed jobs: glob patterns, never a
-command's task) and that this worker has registered. The task gets the action's args and
+Only tasks ALLOWED_TASKS allows (kernel.user_tasks: the one rule of `task:`, keyed jobs and
+these actions; internal tasks never) and that this worker has registered. The task gets the action's args and
 kwargs; a task written for `task:` applications (parameters `configuration`, `nominal_time`)
 also gets those, unless the action passes them. A returned map becomes the node's action
 data (wf:actionData), at most WORKFLOW_MAX_OUTPUT_DATA bytes as properties.
@@ -9,11 +9,11 @@ data (wf:actionData), at most WORKFLOW_MAX_OUTPUT_DATA bytes as properties.
 
 from __future__ import annotations
 
-import fnmatch
 import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from kernel import user_tasks
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit, properties_text
 from workflows.actions.options import max_output_data
@@ -28,20 +28,33 @@ def _app() -> Any:
 
 
 def task_refusal(task_name: str) -> str:
-    """Why this task may not run as a workflow action ('' when it may): the keyed-job rule, then registration."""
-    from django.conf import settings
-
-    patterns = [str(pattern) for pattern in getattr(settings, "KEYED_JOB_ALLOWED_TASKS", [])]
-    if not any(fnmatch.fnmatchcase(task_name, pattern) for pattern in patterns):
-        return f"task {task_name!r} is not allowed (KEYED_JOB_ALLOWED_TASKS: {', '.join(patterns) or 'none'})"
-    if task_name.endswith("XCommand"):
-        return f"{task_name!r} is a command's task; commands cannot be workflow actions"
+    """Why this task may not run as a workflow action ('' when it may): the allow-list (kernel.user_tasks), then registration."""
+    if reason := user_tasks.refusal(task_name):
+        return reason
     app = _app()
     if task_name not in app.tasks:
         app.loader.import_default_modules()  # a module named by CELERY_IMPORTS not imported yet
     if task_name not in app.tasks:
         return f"no Celery task named {task_name!r} is registered"
     return ""
+
+
+def check_definition_tasks(definition: Any, source: str) -> None:
+    """Refuse (DefinitionError naming node and task) a <celery> action whose task users may not run.
+
+    Called at submission, so a refused task stores nothing; a task name still holding `${...}`
+    is resolved later and checked where it runs (`execute`), as every name is again there.
+    """
+    from coordinators.definitions import DefinitionError
+
+    for node in definition.nodes.values():
+        if node.kind != "action" or node.action_type != "celery":
+            continue
+        task_name = str(node.spec.get("task", "")).strip()
+        if "${" in task_name:
+            continue
+        if reason := user_tasks.refusal(task_name):
+            raise DefinitionError(f"celery action [{node.name}]: {reason}", source=source, element="task")
 
 
 def _injected(task: Any, args: list[Any], kwargs: dict[str, Any], context: ActionContext) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from coordinators.sources import normalized
+from kernel import storage
 from workflows.actions.options import fs_roots
 
 GLOB_MAX = 50_000  # Oozie's oozie.action.fs.glob.max
@@ -55,19 +55,23 @@ def protocol_of(url: str) -> str:
     return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
-def check_allowed(url: str) -> None:
-    """Refuse a URI without a file system (FS001), a chained one, or one outside WORKFLOW_FS_ROOTS (FS014)."""
+def check_allowed(url: str) -> str:
+    """The URL to open: refuse one without a file system (FS001), malformed, or outside WORKFLOW_FS_ROOTS (FS014).
+
+    The roots are compared as fsspec opens the path (kernel.storage): local paths resolved,
+    symbolic links followed; the resolved URL is what the action then opens.
+    """
     if not protocol_of(url):
         raise StorageError("FS001", f"Missing scheme in path [{url}] (write file:///path for a local file)")
     if "::" in url:
         raise StorageError("FS001", f"Chained file systems are not allowed in path [{url}]")
-    target = normalized(url)
-    for root in (normalized(root) for root in fs_roots()):
-        if root.endswith("://") and target.startswith(root):
-            return
-        if target == root or target.startswith(root.rstrip("/") + "/"):
-            return
-    raise StorageError("FS014", f"Path [{url}] is outside the workflow file system roots (WORKFLOW_FS_ROOTS)")
+    try:
+        target = storage.resolve(url)
+    except storage.StorageURLError as exc:
+        raise StorageError("FS001", f"Path [{url}] cannot be used: {exc}") from None
+    if not storage.under(target, fs_roots()):
+        raise StorageError("FS014", f"Path [{url}] is outside the workflow file system roots (WORKFLOW_FS_ROOTS)")
+    return target.url
 
 
 def locate(url: str) -> Location:
@@ -75,9 +79,9 @@ def locate(url: str) -> Location:
     import fsspec
 
     url = url.strip()
-    check_allowed(url)
+    opened = check_allowed(url)
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = fsspec.core.url_to_fs(opened)
     except (ImportError, ValueError) as exc:
         raise StorageError("FS001", f"File system of path [{url}] is not available: {exc}") from None
     return Location(url, protocol_of(url), fs, str(path))

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
+from coordinators.api.serializers import reader, siblings
+from kernel.secrets import masker, may_see_secrets
 from workflows.choices import WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
+
+CONFIGURATIONS_READ = "_secret_workflows"  # context key: configurations of the workflows read so far
 
 MAX_PROPERTIES = 1000
 MAX_VALUE_CHARS = 65_536
@@ -59,6 +63,31 @@ class WorkflowJobSerializer(serializers.ModelSerializer[WorkflowJob]):
     def get_kind(self, obj: WorkflowJob) -> str:
         """`application` when a workflow.xml runs, else `task`."""
         return "application" if obj.definition else "task"
+
+    def to_representation(self, instance: WorkflowJob) -> dict[str, Any]:
+        """The workflow; its configuration's secrets masked (kernel.secrets) for readers other than the owner and job admins.
+
+        Sub-workflows and coordinator runs carry their parent's owner, so the owner rule is the parent's.
+        """
+        data = dict(super().to_representation(instance))
+        if may_see_secrets(reader(self.context), instance.owner_id):
+            return data
+        if "configuration" not in data and not data.get("error_message"):
+            return data  # a list row: only its error message can hold a secret value
+        masked: dict[str, Any] = masker(*self.secret_sources(instance), data).data(data)
+        return masked
+
+    def secret_sources(self, instance: WorkflowJob) -> list[Any]:
+        """Its configuration and its parents' (WorkflowJob.secret_sources); a list page reads all its rows' in one query."""
+        if "configuration" in instance.__dict__:
+            return instance.secret_sources()
+        known: dict[str, list[Any]] = cast(dict[str, Any], self.context).setdefault(CONFIGURATIONS_READ, {})
+        if instance.pk not in known:
+            wanted = {instance.pk} | {item.pk for item in siblings(self) if getattr(item, "error_message", "")}
+            rows = WorkflowJob.objects.filter(pk__in=sorted(wanted - set(known))).values_list(
+                "pk", "configuration", "coord_action__job__configuration", "parent_workflow__configuration")
+            known.update({pk: [found for found in sources if found] for pk, *sources in rows})
+        return list(known.get(instance.pk, []))
 
 
 class WorkflowJobDetailSerializer(WorkflowJobSerializer):

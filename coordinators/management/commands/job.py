@@ -24,6 +24,7 @@ from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locat
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
+from kernel.secrets import Masker, masker_for
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
@@ -126,6 +127,14 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"no user {name!r}; pass -user NAME of an existing user")
         return user
+
+    def _shown(self, options: dict[str, Any], owner_id: Any, *sources: Any) -> Masker:
+        """What the -user (or login) account is shown of a job: secret properties masked unless it owns it or is a job admin.
+
+        Reads (-info) do not require the account to exist; an unknown one is nobody in particular: masked.
+        """
+        reader = get_user_model().objects.filter(username=options["user"] or getpass.getuser()).first()
+        return masker_for(reader, owner_id, *sources)
 
     def _submit(self, verb: str, options: dict[str, Any]) -> None:
         if not options["config"]:
@@ -235,7 +244,7 @@ class Command(BaseCommand):
         actor = self._user(options)
         if verb == "info":
             check_read(actor, guard(workflow))
-            self._workflow_info(workflow)
+            self._workflow_info(workflow, masker_for(actor, workflow.owner_id, *workflow.secret_sources()))
             return
 
         def may_modify(run: WorkflowJob) -> None:
@@ -260,7 +269,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{verb}: {job_id} {'queued' if queued else f'ignored (it is {workflow.status})'}")
 
-    def _workflow_info(self, workflow: Any) -> None:
+    def _workflow_info(self, workflow: Any, shown: Masker) -> None:
         lines = [
             f"Job ID : {workflow.id}",
             "-" * 80,
@@ -284,7 +293,7 @@ class Command(BaseCommand):
         for node in workflow.nodes.order_by("started_at", "id"):
             lines.append(f"{node.id:<60} {node.status:<10} {node.external_id or '-':<28} "
                          f"{node.external_status or '-':<10} {node.error_code or '-'}")
-        self.stdout.write("\n".join(lines))
+        self.stdout.write(shown.text("\n".join(lines)))
 
     def _dryrun_user(self, options: dict[str, Any]) -> Any:
         """The -user (or login) account; a dry-run stores nothing, so an unknown name is only a name."""
@@ -371,10 +380,11 @@ class Command(BaseCommand):
                 # As for -submit: a relative application path is relative to the properties file.
                 configuration[APP_PATH_PROPERTY] = str((config.parent / path).resolve())
         self._existing(job_id)
-        plan = update_job(
-            job_id, actor=self._user(options), configuration=configuration, dryrun=options["dryrun"], trusted=True,
-        )
-        self.stdout.write(plan.diff, ending="")
+        actor = self._user(options)
+        # An ACL member may update another's job: the diff shows both configurations, secrets masked for them.
+        owner_id, before = CoordinatorJob.objects.filter(pk=job_id).values_list("owner_id", "configuration").get()
+        plan = update_job(job_id, actor=actor, configuration=configuration, dryrun=options["dryrun"], trusted=True)
+        self.stdout.write(masker_for(actor, owner_id, before, configuration or {}).text(plan.diff), ending="")
         self.stdout.write("update: dry run, nothing changed" if options["dryrun"] else f"update: {job_id} queued")
 
     def _rerun_bundle(self, job_id: str, options: dict[str, Any]) -> None:
@@ -425,15 +435,16 @@ class Command(BaseCommand):
             BundleJob.objects.select_related("owner").get(pk=job_id) if is_bundle(job_id)
             else CoordinatorJob.objects.select_related("owner").get(pk=job_id)
         )
-        check_read(self._user(options), job)
+        reader = self._user(options)
+        check_read(reader, job)
         try:
             lines = job_log(job, options=parse_log_filter(options["logfilter"]))
         except OozieError as exc:
             raise CommandError(f"-logfilter: {exc.message}") from None
         if lines:
-            self.stdout.write("\n".join(lines))
+            self.stdout.write(masker_for(reader, job.owner_id, job.configuration).text("\n".join(lines)))
 
-    def _bundle_info(self, job_id: str) -> None:
+    def _bundle_info(self, job_id: str, options: dict[str, Any]) -> None:
         """The bundle, then one line per coordinator: name, coordinator job id, status, critical, pending, error."""
         bundle = BundleJob.objects.select_related("owner").defer("applications").get(pk=job_id)
         lines = [
@@ -455,11 +466,11 @@ class Command(BaseCommand):
                 f"{action.coord_name:<24} {action.coord_job_id or '-':<36} {action.status:<18} "
                 f"{'yes' if action.critical else 'no':<8} {action.pending:<7} {one_line(action.error_message)}"
             )
-        self.stdout.write("\n".join(lines))
+        self.stdout.write(self._shown(options, bundle.owner_id, bundle.configuration).text("\n".join(lines)))
 
     def _info(self, job_id: str, options: dict[str, Any]) -> None:
         if is_bundle(job_id):
-            self._bundle_info(job_id)
+            self._bundle_info(job_id, options)
             return
         job = CoordinatorJob.objects.select_related("owner").get(pk=job_id)
         lines = [
@@ -489,4 +500,4 @@ class Command(BaseCommand):
             )
             if action.status == "WAITING":  # what it waits for, on a line of its own (not cut)
                 lines.append(f"    waiting: {action.waiting_text()}")
-        self.stdout.write("\n".join(lines))
+        self.stdout.write(self._shown(options, job.owner_id, job.configuration).text("\n".join(lines)))

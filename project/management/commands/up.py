@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from project.flower_auth import AUTH_FILE_NAME, FlowerChild, flower_child
 from project.launcher import (
     LauncherError,
     Supervisor,
@@ -31,8 +32,8 @@ class Command(BaseCommand):
 
     help = (
         "Migrate, create the admin user on first run, start Redis (unless REDIS_URL is set), "
-        "the web server, one Celery worker, celery beat and Flower; restart any that dies; "
-        "stop them all on Ctrl-C."
+        "the web server, one Celery worker, celery beat and Flower (behind a login); restart any "
+        "that dies; stop them all on Ctrl-C."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -73,6 +74,9 @@ class Command(BaseCommand):
                     f"set {'PORT' if what == 'web' else 'FLOWER_PORT'} to another port"
                 )
 
+        # Before anything starts: a Flower that would run without a login stops the launch here.
+        flower = None if options["no_flower"] else self._flower(flower_port, var_dir)
+
         self._say("migrating the database")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
@@ -81,14 +85,16 @@ class Command(BaseCommand):
         env = dict(os.environ)
         env.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
         env["PYTHONUNBUFFERED"] = "1"
+        # Flower's credentials go to the Flower child alone (FlowerChild.env), not to every child.
+        env.pop("FLOWER_BASIC_AUTH", None)
         supervisor = Supervisor(env=env, log=self._say, cwd=base_dir)
         install_stop_handlers(lambda: setattr(supervisor, "stopping", True))
 
         try:
             redis_url = self._start_redis(supervisor, var_dir)
             env["REDIS_URL"] = redis_url
-            self._start_services(supervisor, options, var_dir)
-            self._print_urls(port, flower_port, redis_url, options["no_flower"])
+            self._start_services(supervisor, options, var_dir, flower)
+            self._print_urls(port, redis_url, flower)
             # A child that dies is started again (with backoff, see Supervisor.watch); only
             # Ctrl-C or SIGTERM ends the service.
             while not supervisor.stopping:
@@ -113,6 +119,24 @@ class Command(BaseCommand):
         else:
             self._say(f"created admin user 'admin' with password: {password}")
             self._say("(shown only this once; change it in the admin)")
+
+    def _flower(self, flower_port: int, var_dir: Path) -> FlowerChild:
+        """How Flower will run and whom it lets in (docs/adr/0028); a generated password is shown once."""
+        flower = flower_child(
+            python=sys.executable,
+            port=flower_port,
+            var_dir=var_dir,
+            address=os.environ.get("FLOWER_ADDRESS") or "127.0.0.1",
+            basic_auth=os.environ.get("FLOWER_BASIC_AUTH"),
+            oauth=os.environ.get("FLOWER_AUTH"),
+            unauthenticated=os.environ.get("FLOWER_UNAUTHENTICATED"),
+        )
+        if flower.new_password is not None:
+            self._say(f"created Flower login 'admin' with password: {flower.new_password}")
+            self._say(f"(shown only this once; it is kept in {var_dir / AUTH_FILE_NAME}, mode 0600)")
+        elif not flower.env:
+            self._say("warning: Flower runs without a login (FLOWER_UNAUTHENTICATED=true)")
+        return flower
 
     def _start_redis(self, supervisor: Supervisor, var_dir: Path) -> str:
         """Use REDIS_URL when set; otherwise start a local redis-server with files in ./var."""
@@ -146,7 +170,9 @@ class Command(BaseCommand):
         wait_for(lambda: redis_answers(url), 15, "redis-server")
         return url
 
-    def _start_services(self, supervisor: Supervisor, options: dict[str, Any], var_dir: Path) -> None:
+    def _start_services(
+        self, supervisor: Supervisor, options: dict[str, Any], var_dir: Path, flower: FlowerChild | None
+    ) -> None:
         """Web (gunicorn), a worker for commands and services and one for actions, beat, and Flower."""
         python = sys.executable
         bindir = Path(python).parent
@@ -190,20 +216,11 @@ class Command(BaseCommand):
                 "--pidfile", "",
             ],
         )
-        if not options["no_flower"]:
-            supervisor.start(
-                "flower",
-                [
-                    python, "-m", "celery", "-A", "project", "flower",
-                    f"--port={options['flower_port']}",
-                    "--address=127.0.0.1",
-                    f"--db={var_dir / 'flower.db'}",
-                    "--persistent=True",
-                ],
-            )
+        if flower is not None:
+            supervisor.start("flower", flower.argv, env=flower.env)
         wait_for(lambda: not port_is_free(options["port"]), 30, "the web server")
 
-    def _print_urls(self, port: int, flower_port: int, redis_url: str, no_flower: bool) -> None:
+    def _print_urls(self, port: int, redis_url: str, flower: FlowerChild | None) -> None:
         base = f"http://127.0.0.1:{port}"
         lines = [
             "the service is up:",
@@ -211,8 +228,8 @@ class Command(BaseCommand):
             f"  API      {base}/api/v1/   (docs {base}/api/docs/)",
             f"  health   {base}/healthz",
         ]
-        if not no_flower:
-            lines.append(f"  Flower   http://127.0.0.1:{flower_port}/")
+        if flower is not None:
+            lines.append(f"  Flower   {flower.url}   (login: {flower.login})")
         lines.append(f"  Redis    {redis_url}")
         lines.append("press Ctrl-C to stop")
         for line in lines:

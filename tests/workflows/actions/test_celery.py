@@ -46,8 +46,8 @@ def big() -> dict[str, str]:
 
 @pytest.fixture(autouse=True)
 def allowed(settings: Any) -> None:
-    """This module's tasks and the examples are allowed, as KEYED_JOB_ALLOWED_TASKS would say."""
-    settings.KEYED_JOB_ALLOWED_TASKS = ["examples.*", "tests.wfaction.*", "*XCommand"]
+    """This module's tasks and the examples are allowed, as ALLOWED_TASKS would say (commands never are)."""
+    settings.ALLOWED_TASKS = ["examples.*", "tests.wfaction.*", "*XCommand"]
     CALLS.clear()
 
 
@@ -111,14 +111,15 @@ def test_returned_data_is_limited(settings: Any) -> None:
 @pytest.mark.parametrize(
     ("task", "reason"),
     [
-        pytest.param("celery.backend_cleanup", "is not allowed", id="not-in-allowed-patterns"),
+        pytest.param("celery.backend_cleanup", "internal to the service", id="celery-internal"),
+        pytest.param("other.task", "is not allowed", id="not-in-allowed-patterns"),
         pytest.param("examples.no_such_task", "no Celery task named", id="unknown"),
-        pytest.param("xcommands.KeyedJobXCommand", "command's task", id="command-task"),
+        pytest.param("xcommands.KeyedJobXCommand", "internal to the service", id="command-task"),
         pytest.param("", "names no task", id="empty-name"),
     ],
 )
 def test_refused_tasks_fail_without_running(task: str, reason: str) -> None:
-    """Tasks outside KEYED_JOB_ALLOWED_TASKS, commands and unknown names: FAILED E0TASK, nothing runs."""
+    """Tasks outside ALLOWED_TASKS, commands and unknown names: FAILED E0TASK, nothing runs."""
     result = celery(task)
     assert (result.status, result.error_code) == ("FAILED", "E0TASK")
     assert reason in result.error_message
@@ -128,7 +129,7 @@ def test_refused_tasks_fail_without_running(task: str, reason: str) -> None:
 def test_refusal_reads_the_setting(settings: Any) -> None:
     """The same rule as keyed jobs: narrowing the setting refuses a task that was allowed."""
     assert task_refusal("tests.wfaction.echo") == ""
-    settings.KEYED_JOB_ALLOWED_TASKS = ["examples.*"]
-    assert "KEYED_JOB_ALLOWED_TASKS" in task_refusal("tests.wfaction.echo")
+    settings.ALLOWED_TASKS = ["examples.*"]
+    assert "ALLOWED_TASKS" in task_refusal("tests.wfaction.echo")
     assert celery("tests.wfaction.echo").status == "FAILED"
     assert CALLS == []
