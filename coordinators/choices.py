@@ -50,6 +50,8 @@ JOB_TERMINAL = frozenset({J.SUCCEEDED, J.DONEWITHERROR, J.KILLED, J.FAILED, J.IG
 JOB_SUSPENDED = frozenset({J.PREPSUSPENDED, J.SUSPENDED, J.SUSPENDEDWITHERROR})
 JOB_PAUSED = frozenset({J.PREPPAUSED, J.PAUSED, J.PAUSEDWITHERROR})
 JOB_MATERIALIZING = frozenset({J.RUNNING, J.RUNNINGWITHERROR})  # only these create actions
+#: Jobs whose WAITING actions have their inputs checked: a suspended (or ended) job's actions cause no command.
+JOB_CHECKING_INPUTS = JOB_MATERIALIZING | JOB_PAUSED
 
 ACTION_TERMINAL = frozenset({A.SUCCEEDED, A.KILLED, A.FAILED, A.TIMEDOUT, A.SKIPPED, A.IGNORED})
 ACTION_ACTIVE = frozenset({A.SUBMITTED, A.RUNNING})  # count against concurrency

@@ -34,7 +34,13 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from coordinators.choices import ACTION_ACTIVE, JOB_MATERIALIZING, ActionStatus, JobStatus
+from coordinators.choices import (
+    ACTION_ACTIVE,
+    JOB_CHECKING_INPUTS,
+    JOB_MATERIALIZING,
+    ActionStatus,
+    JobStatus,
+)
 from coordinators.commands.actions import (
     CoordJobStatusXCommand,
     check_backoff,
@@ -96,6 +102,7 @@ def due_actions(now: datetime) -> Any:
     """WAITING actions whose check is due and whose time has come, not marked for a queued command (or long stale)."""
     return CoordinatorAction.objects.filter(
         status=ActionStatus.WAITING, next_check_at__lte=now, nominal_time__lte=now,
+        job__status__in=sorted(JOB_CHECKING_INPUTS),  # a suspended job's actions wait for its resume
     ).filter(Q(pending=False) | Q(last_modified__lt=now - stale_after()))
 
 

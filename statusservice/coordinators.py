@@ -19,6 +19,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from coordinators.choices import (
     ACTION_ACTIVE,
     ACTION_PENDING,
+    JOB_CHECKING_INPUTS,
     JOB_MATERIALIZING,
     JOB_PAUSED,
     ActionStatus,
@@ -71,9 +72,11 @@ def _check_waiting(now: datetime, due: Q, order: str, *, name_actions: bool) -> 
     with transaction.atomic():
         rows = list(
             skip_locked(
-                CoordinatorAction.objects.filter(due, status=ActionStatus.WAITING).filter(
-                    Q(pending=False) | Q(last_modified__lt=now - stale_after())
-                )
+                # Only jobs whose inputs are checked: a suspended job's overdue actions stay as they are
+                # (no command per tick to be skipped), and are due again the moment it is resumed.
+                CoordinatorAction.objects.filter(
+                    due, status=ActionStatus.WAITING, job__status__in=sorted(JOB_CHECKING_INPUTS),
+                ).filter(Q(pending=False) | Q(last_modified__lt=now - stale_after()))
             ).order_by(order).values_list("pk", "job_id", "number")[:BATCH]
         )
         CoordinatorAction.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(pending=True, last_modified=now)

@@ -248,11 +248,12 @@ class Wakeup:
 
 
 def _next_input_check(horizon: datetime) -> datetime | None:
-    from coordinators.choices import ActionStatus
+    from coordinators.choices import JOB_CHECKING_INPUTS, ActionStatus
     from coordinators.models import CoordinatorAction
 
-    return (
-        CoordinatorAction.objects.filter(status=ActionStatus.WAITING, pending=False, next_check_at__lte=horizon)
+    return (  # a suspended job's actions arm no wake-up (idle is idle)
+        CoordinatorAction.objects.filter(status=ActionStatus.WAITING, pending=False, next_check_at__lte=horizon,
+                                         job__status__in=sorted(JOB_CHECKING_INPUTS))
         .order_by("next_check_at").values_list("next_check_at", flat=True).first()
     )
 

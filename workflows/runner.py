@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from kernel import user_tasks
+from kernel import task_registry, user_tasks
 from workflows import parents
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
 from workflows.launch import relaunch
@@ -145,10 +145,7 @@ def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
 
     if reason := user_tasks.refusal(task_name):  # checked at submission; again here, where it would run
         return Outcome(NodeStatus.FAILED, "E0TASK", reason)
-    task = app.tasks.get(task_name)
-    if task is None:  # a module named by CELERY_IMPORTS that this process has not imported yet
-        app.loader.import_default_modules()
-        task = app.tasks.get(task_name)
+    task = task_registry.tasks(app).get(task_name)
     if task is None:
         return Outcome(NodeStatus.FAILED, "E0TASK", f"no Celery task named {task_name!r} is registered in worker {worker}")
     nominal = workflow.nominal_time.isoformat() if workflow.nominal_time else ""

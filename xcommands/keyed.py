@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel import user_tasks
+from kernel import task_registry, user_tasks
 from kernel.user_tasks import TaskNotAllowed
 from xcommands.base import XCommand
 from xcommands.errors import PermanentError
@@ -28,10 +28,7 @@ def _celery_app() -> Any:
 def check_task_allowed(task_name: str) -> None:
     """Refuse internal tasks, tasks outside ALLOWED_TASKS (kernel.user_tasks) and unregistered ones."""
     user_tasks.check(task_name)
-    app = _celery_app()
-    if task_name not in app.tasks:
-        app.loader.import_default_modules()  # a module named by CELERY_IMPORTS not imported yet
-    if task_name not in app.tasks:
+    if task_name not in task_registry.tasks(_celery_app()):
         raise TaskNotAllowed(f"no Celery task is registered as {task_name!r}")
 
 
@@ -39,8 +36,7 @@ def _run_task(task_name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Call the task's body here, after the allow-list is checked again (it may have changed since submission)."""
     if reason := user_tasks.refusal(task_name):
         raise PermanentError(reason)
-    app = _celery_app()
-    task = app.tasks.get(task_name)
+    task = task_registry.tasks(_celery_app()).get(task_name)
     if task is None:
         raise PermanentError(f"no Celery task is registered as {task_name!r} in this worker")
     return task(*args, **kwargs)

@@ -23,7 +23,7 @@ from batches.admin.verbs import REFUSALS, HoldForm, applying, value_page
 from batches.models import Collection, IngestSettings, Profile
 from coordinators.admin import MAX_MESSAGES
 from coordinators.permissions import is_admin
-from kernel import user_tasks
+from kernel import task_registry, user_tasks
 
 #: Registered tasks that are the engine's own, never a processing task.
 
@@ -129,8 +129,7 @@ def processing_tasks() -> list[str]:
     """
     from project.celery import app
 
-    app.loader.import_default_modules()
-    return sorted(name for name in app.tasks if not user_tasks.is_internal(name))
+    return sorted(name for name in task_registry.tasks(app) if not user_tasks.is_internal(name))
 
 
 class ProfileForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -15,8 +15,8 @@ from coordinators.choices import (
     ACTION_ACTIVE,
     ACTION_PENDING,
     ACTION_TERMINAL,
+    JOB_CHECKING_INPUTS,
     JOB_MATERIALIZING,
-    JOB_PAUSED,
     JOB_TRANSITIONS,
     ActionStatus,
     JobStatus,
@@ -39,7 +39,7 @@ from datasets.timeline import count_before, nominal_time
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
-CHECKING_JOB_STATUSES = JOB_MATERIALIZING | JOB_PAUSED
+CHECKING_JOB_STATUSES = JOB_CHECKING_INPUTS
 
 
 def check_backoff(checks: int) -> timedelta:

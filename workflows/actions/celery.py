@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from kernel import user_tasks
+from kernel import task_registry, user_tasks
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit, properties_text
 from workflows.actions.options import max_output_data
@@ -31,10 +31,7 @@ def task_refusal(task_name: str) -> str:
     """Why this task may not run as a workflow action ('' when it may): the allow-list (kernel.user_tasks), then registration."""
     if reason := user_tasks.refusal(task_name):
         return reason
-    app = _app()
-    if task_name not in app.tasks:
-        app.loader.import_default_modules()  # a module named by CELERY_IMPORTS not imported yet
-    if task_name not in app.tasks:
+    if task_name not in task_registry.tasks(_app()):
         return f"no Celery task named {task_name!r} is registered"
     return ""
 
@@ -94,7 +91,7 @@ def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
     refusal = task_refusal(task_name) if task_name else "the celery action names no task"
     if refusal:
         return failed("E0TASK", f"celery action [{context.node_name}]: {refusal}")
-    task = _app().tasks[task_name]
+    task = task_registry.tasks(_app())[task_name]
     args = list(spec.get("args", ()))
     kwargs = _injected(task, args, {str(k): v for k, v in dict(spec.get("kwargs", {})).items()}, context)
     try:
