@@ -319,6 +319,7 @@ class BundleJobAdmin(ReadOnlyAdmin):
 
         done: list[str] = []
         refused: list[str] = []
+        skipped: list[str] = []
         for bundle_id in queryset.order_by("pk").values_list("pk", flat=True):
             try:
                 if verb == "start":
@@ -326,12 +327,21 @@ class BundleJobAdmin(ReadOnlyAdmin):
                 else:
                     control_bundle(bundle_id, verb, actor=request.user)
                 done.append(bundle_id)
-            except (JobPermissionDenied, IllegalTransition, BundleJob.DoesNotExist) as exc:
+            except IllegalTransition as exc:
+                if verb not in BULK_VERBS:
+                    refused.append(f"{bundle_id}: {exc}")
+                else:  # the status makes the verb a no-op: skipped, as bulk operations and Oozie's API skip it
+                    skipped.append(f"{bundle_id} ({str(exc).rpartition(': ')[2]})")
+            except (JobPermissionDenied, BundleJob.DoesNotExist) as exc:
                 refused.append(f"{bundle_id}: {exc}")
         if done:
             more = f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else ""
             shown = ", ".join(done[:MAX_MESSAGES]) + more
             self.message_user(request, f"{verb} queued for {len(done)} bundle(s): {shown}", messages.SUCCESS)
+        if skipped:
+            more = f" and {len(skipped) - MAX_MESSAGES} more" if len(skipped) > MAX_MESSAGES else ""
+            self.message_user(request, f"{verb} skipped for {len(skipped)} bundle(s) whose status makes it a no-op: "
+                              f"{', '.join(skipped[:MAX_MESSAGES])}{more}", messages.INFO)
         for reason in refused[:MAX_MESSAGES]:
             self.message_user(request, f"{verb} refused for {reason}", messages.WARNING)
         if len(refused) > MAX_MESSAGES:

@@ -295,6 +295,7 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
 
         done: list[str] = []
         refused: list[str] = []
+        skipped: list[str] = []
         for job_id in queryset.order_by("pk").values_list("pk", flat=True):
             try:
                 if verb == "start":
@@ -304,11 +305,20 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
                 else:
                     control(job_id, verb, actor=request.user)
                 done.append(job_id)
-            except (JobPermissionDenied, IllegalTransition, IgnoreRefused, CoordinatorJob.DoesNotExist) as exc:
+            except IllegalTransition as exc:
+                if verb not in BULK_VERBS:
+                    refused.append(f"{job_id}: {exc}")
+                else:  # the status makes the verb a no-op: skipped, as bulk operations and Oozie's API skip it
+                    skipped.append(f"{job_id} ({str(exc).rpartition(': ')[2]})")
+            except (JobPermissionDenied, IgnoreRefused, CoordinatorJob.DoesNotExist) as exc:
                 refused.append(f"{job_id}: {exc}")
         if done:
             shown = ", ".join(done[:MAX_MESSAGES]) + (f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else "")
             self.message_user(request, f"{verb} queued for {len(done)} job(s): {shown}", messages.SUCCESS)
+        if skipped:
+            more = f" and {len(skipped) - MAX_MESSAGES} more" if len(skipped) > MAX_MESSAGES else ""
+            self.message_user(request, f"{verb} skipped for {len(skipped)} job(s) whose status makes it a no-op: "
+                              f"{', '.join(skipped[:MAX_MESSAGES])}{more}", messages.INFO)
         for reason in refused[:MAX_MESSAGES]:
             self.message_user(request, f"{verb} refused for {reason}", messages.WARNING)
         if len(refused) > MAX_MESSAGES:

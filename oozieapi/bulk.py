@@ -6,8 +6,8 @@ that page as `GET /jobs` shows it (`coordinatorjobs` or `bundlejobs`, `total`, `
 `len`, and `ids`). Here the verbs run as one operation (operations.bulk): the answer waits
 up to OOZIE_BULK_WAIT_SECONDS for it to finish, so clients see the jobs' new statuses as
 Oozie's synchronous command shows them, and carries its id (`operation`) for
-`/api/v1/operations/{id}/`, where the jobs the caller may not act on, or whose status refused
-the verb, are listed as failed. An incompatible operation running on the same owner scope is
+`/api/v1/operations/{id}/`, where the jobs the caller may not act on are listed as failed and
+those whose status makes the verb a no-op as skipped (Oozie skips them too; not a failure). An incompatible operation running on the same owner scope is
 E0607 with HTTP 409.
 """
 

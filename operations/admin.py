@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 from coordinators.admin import ReadOnlyAdmin, badge, pretty
 from coordinators.permissions import is_admin
 from operations.choices import JOB_UNFINISHED, JobStatus
+from operations.commands import skipped_jobs
 from operations.models import Operation
 from operations.services import cancel_operation
 
@@ -31,7 +32,7 @@ class OperationAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     actions = ["cancel_operations"]
     fields = ["id", "type", "target", "status_badge", "started_by", "created_at", "finished_at", "progress_bar",
-              "failures", "arg_pretty", "result_pretty"]
+              "failures", "skipped", "arg_pretty", "result_pretty"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Operation]:
         """Job counts come with the rows (one query for the page); users who are not job admins see their own."""
@@ -75,6 +76,16 @@ class OperationAdmin(ReadOnlyAdmin):
         """The failed jobs and why (the first few hundred)."""
         rows = list(operation.jobs.filter(status=JobStatus.FAILED).order_by("partition")
                     .values_list("partition", "error")[:FAILED_SHOWN])
+        if not rows:
+            return "none"
+        return format_html("<table>{}</table>", format_html_join(
+            "", "<tr><td><code>{}</code></td><td>{}</td></tr>", rows,
+        ))
+
+    @admin.display(description="skipped jobs")
+    def skipped(self, operation: Operation) -> str:
+        """The jobs whose status made the verb a no-op, and why (not failures; the first few hundred)."""
+        rows = [(row["partition"], row["reason"]) for row in skipped_jobs(operation, limit=FAILED_SHOWN)]
         if not rows:
             return "none"
         return format_html("<table>{}</table>", format_html_join(

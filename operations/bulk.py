@@ -4,8 +4,11 @@ Oozie's `oozie jobs -kill|-suspend|-resume -filter ...` and `PUT /oozie/v2/jobs?
 The target is the selection's owner scope (`coordinators:ann`, `bundles:*`); each job runs on
 the selected job's own key, checks the caller's rights on that job, and carries the verb out
 in the same transaction as its outcome, so a job that was killed is never recorded as
-failed, nor the other way round. What the caller may not touch, and what the job's status
-does not allow, is reported as failed with the reason, not silently skipped.
+failed, nor the other way round. What the caller may not touch (or what is gone) is reported
+as failed with the reason. A job whose status makes the verb a no-op (suspending an ended job,
+resuming a running one, killing a killed one) is skipped, as Oozie's API skips it: its job
+succeeds with `progress["skipped"]` saying why, and the operation lists it under `skipped`
+without failing (docs/adr/0010-operations.md).
 
 Kill and suspend may run beside each other on one scope, and two of a kind too; resume runs
 beside resumes only (a resume racing a kill on the same jobs is refused at start).
@@ -22,6 +25,8 @@ from django.core.exceptions import ObjectDoesNotExist
 from operations.registry import OperationType
 
 VERBS = ("kill", "suspend", "resume")
+#: The progress key of a job the verb did not apply to, and why (operations.commands.skipped_jobs).
+SKIPPED = "skipped"
 COMPATIBLE = {"kill": {"kill", "suspend"}, "suspend": {"suspend", "kill"}, "resume": {"resume"}}
 
 #: kind -> verb carried out on one job, in the caller's transaction: (job id, verb, user) -> None.
@@ -52,7 +57,7 @@ class BulkVerb(OperationType):
     max_retries = 3
 
     def start_or_resume_job(self, arg: Any, partition: str, context: Any) -> None:
-        """Refusals (rights, status, a job that is gone) are this job's failure, with the reason."""
+        """Refusals (rights, a job that is gone) are this job's failure; a status the verb does not apply to is a skip."""
         from coordinators.choices import IllegalTransition
         from xcommands.errors import PreconditionFailed
 
@@ -63,7 +68,11 @@ class BulkVerb(OperationType):
             return
         try:
             act(partition, self.verb, user)
-        except (PermissionError, IllegalTransition, PreconditionFailed, ObjectDoesNotExist) as exc:
+        except IllegalTransition as exc:  # the status makes the verb a no-op: skipped, reported, not a failure
+            context.progress = {**context.progress, SKIPPED: str(exc) or type(exc).__name__}
+            context.mark_complete(True)
+            return
+        except (PermissionError, PreconditionFailed, ObjectDoesNotExist) as exc:
             context.mark_complete(False, str(exc) or type(exc).__name__)
             return
         context.mark_complete(True)

@@ -193,7 +193,7 @@ class OperationCompleteXCommand(XCommand):
             log.error("operation %s (%s) cannot fail, yet %s job(s) failed", operation.pk, operation.type,
                       counts[JobStatus.FAILED])
         result = kind.complete_operation(operation.arg, operation.target, success)
-        summary = {"counts": counts, "failed": failed_jobs(operation), "result": result}
+        summary = {"counts": counts, "failed": failed_jobs(operation), "skipped": skipped_jobs(operation), "result": result}
         marked = Operation.objects.filter(pk=operation.pk, status=OperationStatus.RUNNING).update(
             status=OperationStatus.SUCCEEDED if success else OperationStatus.FAILED,
             result=summary, finished_at=timezone.now(),
@@ -211,3 +211,10 @@ def failed_jobs(operation: Operation, limit: int = 1000) -> list[dict[str, str]]
     """The failed jobs and why (at most `limit`)."""
     rows = operation.jobs.filter(status=JobStatus.FAILED).order_by("partition").values_list("partition", "error")
     return [{"partition": partition, "error": error} for partition, error in rows[:limit]]
+
+
+def skipped_jobs(operation: Operation, limit: int = 1000) -> list[dict[str, str]]:
+    """The jobs that succeeded without acting (a verb the job's status made a no-op) and why (at most `limit`)."""
+    rows = (operation.jobs.filter(status=JobStatus.SUCCEEDED, progress__has_key="skipped")
+            .order_by("partition").values_list("partition", "progress"))
+    return [{"partition": partition, "reason": str(progress.get("skipped", ""))} for partition, progress in rows[:limit]]

@@ -21,6 +21,7 @@ from operations.commands import (
     OperationJobXCommand,
     failed_jobs,
     job_counts,
+    skipped_jobs,
 )
 from operations.models import Operation, OperationJob, OperationTarget
 from operations.registry import operation_type
@@ -146,14 +147,15 @@ def cancel_operation(operation_id: int) -> Operation:
         operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).update(status=JobStatus.CANCELLED, finished_at=now)
         operation.status = OperationStatus.CANCELLED
         operation.finished_at = now
-        operation.result = {"counts": job_counts(operation), "failed": failed_jobs(operation), "result": None}
+        operation.result = {"counts": job_counts(operation), "failed": failed_jobs(operation),
+                            "skipped": skipped_jobs(operation), "result": None}
         operation.save(update_fields=["status", "finished_at", "result"])
         enqueue_many([OperationJobCancelXCommand(operation_id=operation.pk, partition=p, key=k) for p, k in unfinished])
     return operation
 
 
 def progress(operation: Operation) -> dict[str, Any]:
-    """Jobs by status (done, failed, running, waiting) and the failures so far."""
+    """Jobs by status (done, failed, running, waiting), the failures and the skipped jobs so far."""
     counts = job_counts(operation)
     total = sum(counts.values())
     return {
@@ -161,4 +163,5 @@ def progress(operation: Operation) -> dict[str, Any]:
         "counts": counts,
         "done": total - sum(counts.get(s, 0) for s in JOB_UNFINISHED),
         "failed": failed_jobs(operation),
+        "skipped": skipped_jobs(operation),
     }

@@ -24,7 +24,8 @@ class OperationSerializer(serializers.ModelSerializer[Operation]):
         read_only_fields = fields
 
     def get_progress(self, operation: Operation) -> dict[str, Any]:
-        """{"total", "done", "counts": {status: n}, "failed": [{"partition", "error"}, ...]} (first 100 failures)."""
+        """{"total", "done", "counts", "failed": [{"partition", "error"}], "skipped": [{"partition", "reason"}]} (first 100 of each)."""
         state = progress(operation)
         state["failed"] = state["failed"][:MAX_FAILED_SHOWN]
+        state["skipped"] = state["skipped"][:MAX_FAILED_SHOWN]
         return state

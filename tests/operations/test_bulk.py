@@ -33,7 +33,7 @@ def result(operation: Operation) -> dict[str, Any]:
 
 
 def test_bulk_kill_kills_each_job_and_reports_what_it_could_not() -> None:
-    """Ann's running jobs are killed; Bob's job and an already killed one fail, each with the reason."""
+    """Ann's running jobs are killed; Bob's job fails with the reason; an already killed one is skipped, not failed."""
     ann, bob = User.objects.create_user("ann"), User.objects.create_user("bob")
     mine, theirs = jobs_of(ann, 3), jobs_of(bob, 1)
     CoordinatorJob.objects.filter(pk=mine[2]).update(status=JobStatus.KILLED)
@@ -42,9 +42,10 @@ def test_bulk_kill_kills_each_job_and_reports_what_it_could_not() -> None:
     run_all()
     outcome = result(operation)
     assert operation.status == OperationStatus.FAILED
-    assert outcome["counts"] == {"SUCCEEDED": 2, "FAILED": 2}
+    assert outcome["counts"] == {"SUCCEEDED": 3, "FAILED": 1}
     reasons = {row["partition"]: row["error"] for row in outcome["failed"]}
-    assert "may not modify" in reasons[theirs[0]] and "it is KILLED" in reasons[mine[2]]
+    assert set(reasons) == {theirs[0]} and "may not modify" in reasons[theirs[0]]
+    assert outcome["skipped"] == [{"partition": mine[2], "reason": f"cannot kill coordinator job {mine[2]}: it is KILLED"}]
     assert set(CoordinatorJob.objects.filter(pk__in=mine[:2]).values_list("status", flat=True)) == {JobStatus.KILLED}
     assert CoordinatorJob.objects.get(pk=theirs[0]).status == JobStatus.RUNNING
     assert outcome["result"] == {"verb": "kill", "kind": "coordinator", "filter": "name=c"}
@@ -101,3 +102,18 @@ def test_nothing_selected_or_an_unknown_verb_is_refused() -> None:
     with pytest.raises(ValueError, match="use kill, suspend, resume"):
         start_bulk("coordinator", "explode", ["x"], user=ann, owner=None)
     assert not Operation.objects.exists()
+
+
+def test_verbs_over_ended_jobs_are_skipped_and_the_operation_succeeds() -> None:
+    """The README's `jobs -suspend -filter user=ann` over running and ended jobs: the ended ones are skipped, reported, no failure."""
+    ann = User.objects.create_user("ann")
+    ids = jobs_of(ann, 3)
+    CoordinatorJob.objects.filter(pk=ids[0]).update(status=JobStatus.SUCCEEDED)
+    operation = start_bulk("coordinator", "suspend", ids, user=ann, owner="ann", filter_text="user=ann")
+    run_all()
+    outcome = result(operation)
+    assert Operation.objects.get(pk=operation.pk).status == OperationStatus.SUCCEEDED
+    assert outcome["failed"] == [] and [row["partition"] for row in outcome["skipped"]] == [ids[0]]
+    assert "it is SUCCEEDED" in outcome["skipped"][0]["reason"]
+    assert CoordinatorJob.objects.get(pk=ids[0]).status == JobStatus.SUCCEEDED
+    assert set(CoordinatorJob.objects.filter(pk__in=ids[1:]).values_list("status", flat=True)) == {JobStatus.SUSPENDED}

@@ -52,5 +52,22 @@ def test_oozie_bulk_kill_answers_the_killed_page_and_the_cli_reports_failures(
     operation = Operation.objects.order_by("-pk").first()
     assert operation is not None and operation.type == "bulk-resume"
     assert f"operation {operation.pk}: resume of 4 coordinator job(s) started" in text
-    assert "4/4 done, 4 failed" in text and f"FAILED {mine[0]}: " in text and "may not modify" in text
+    assert "4/4 done, 4 failed, 0 skipped" in text and f"FAILED {mine[0]}: " in text and "may not modify" in text
     assert f"operation {operation.pk} FAILED" in text
+
+
+def test_the_readmes_bulk_suspend_over_ended_jobs_skips_them_and_exits_0(
+    live_workers: Callable[..., WorkerProcess], celery_to_test_redis: str,
+) -> None:
+    """`jobs -suspend -filter 'user=ann'` with two running and one SUCCEEDED job: SKIPPED line, operation SUCCEEDED, exit 0."""
+    ann = user("ann")
+    ids = bulk_jobs(ann, 3)
+    CoordinatorJob.objects.filter(pk=ids[0]).update(status=JobStatus.SUCCEEDED)
+    live_workers(name="w1", **ENV)
+    out = io.StringIO()
+    call_command("jobs", "-suspend", "-filter", "user=ann", "-user", "ann", stdout=out)  # no CommandError: exit 0
+    text = out.getvalue()
+    assert "3/3 done, 0 failed, 1 skipped" in text, text
+    assert f"SKIPPED {ids[0]}: " in text and "it is SUCCEEDED" in text and "FAILED" not in text.replace("0 failed", "")
+    assert "SUCCEEDED" in text.splitlines()[-1]
+    assert CoordinatorJob.objects.get(pk=ids[1]).status == JobStatus.SUSPENDED

@@ -159,7 +159,7 @@ class Command(BaseCommand):
         while True:
             operation = Operation.objects.get(pk=operation.pk)
             state = progress(operation)
-            line = f"  {state['done']}/{state['total']} done, {len(state['failed'])} failed"
+            line = f"  {state['done']}/{state['total']} done, {len(state['failed'])} failed, {len(state['skipped'])} skipped"
             if line != shown:
                 self.stdout.write(line)
                 shown = line
@@ -171,6 +171,10 @@ class Command(BaseCommand):
                     f"follow it at /api/v1/operations/{operation.pk}/"
                 )
             time.sleep(POLL_SECONDS)
+        for skip in state["skipped"][:FAILURES_SHOWN]:  # a verb the job's status makes a no-op: not a failure
+            self.stdout.write(f"SKIPPED {skip['partition']}: {skip['reason']}")
+        if len(state["skipped"]) > FAILURES_SHOWN:
+            self.stdout.write(f"... and {len(state['skipped']) - FAILURES_SHOWN} more skipped")
         for failure in state["failed"][:FAILURES_SHOWN]:
             self.stdout.write(f"FAILED {failure['partition']}: {failure['error']}")
         if len(state["failed"]) > FAILURES_SHOWN:

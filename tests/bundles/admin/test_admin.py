@@ -155,14 +155,14 @@ def test_start_queues_prep_bundles_and_refuses_started_ones(operator: Client, ma
 
 
 def test_refusals_are_reported_per_bundle_and_the_others_go_through(operator: Client, make_bundle: Make) -> None:
-    """A status that does not allow the verb is a warning naming the bundle; the rest of the selection is queued."""
+    """A status that makes the verb a no-op is skipped, naming the bundle and its status; the rest of the selection is queued."""
     running, killed = make_bundle(name="running"), make_bundle(name="killed")
     bulk(operator, "kill", killed)
     settle()
     page = bulk(operator, "resume", running)
-    assert f"Resume refused for {running.pk}: cannot resume bundle job {running.pk}: it is RUNNING" in page
+    assert f"skipped for 1 bundle(s) whose status makes it a no-op: {running.pk} (it is RUNNING)" in page
     page = bulk(operator, "kill", running, killed)
-    assert "Kill queued for 1 bundle(s)" in page and f"Kill refused for {killed.pk}" in page
+    assert "Kill queued for 1 bundle(s)" in page and f"no-op: {killed.pk} (it is KILLED)" in page
 
 
 def test_others_act_only_on_bundles_they_own_or_are_named_in(make_bundle: Make) -> None:

@@ -159,15 +159,16 @@ def test_bulk_suspend_resume_kill_go_through_the_services(operator: Client, monk
 
 
 def test_refusals_are_reported_per_job_not_raised(operator: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An illegal transition or a permission refusal is a warning naming the job; the others still go through."""
+    """A verb the status makes a no-op is skipped (reported, as bulk operations do); a permission refusal is a warning naming the job."""
     import coordinators.services as services
 
     running, done = materialized_job(), materialized_job(name="done")
     CoordinatorJob.objects.filter(pk=done.pk).update(status=JobStatus.SUCCEEDED)
     page = bulk(operator, "resume", running)
-    assert f"Resume refused for {running.pk}: cannot resume coordinator job" in page
+    assert f"skipped for 1 job(s) whose status makes it a no-op: {running.pk} (it is RUNNING)" in page
+    assert "refused" not in page
     page = bulk(operator, "kill", running, done)
-    assert "Kill queued for 1 job(s)" in page and f"Kill refused for {done.pk}" in page
+    assert "Kill queued for 1 job(s)" in page and f"no-op: {done.pk} (it is SUCCEEDED)" in page
 
     def deny(job_id: str, verb: str, *, actor: Any) -> CoordinatorJob:
         raise JobPermissionDenied(f"user {actor.get_username()!r} may not modify job {job_id}")
