@@ -203,8 +203,8 @@ class Supervisor:
             f"{uptime:.0f} s; restarting it in {delay:g} s"
         )
 
-    def stop_all(self, grace: float = 15.0) -> None:
-        """Stop every child, highest layer first: SIGTERM its process group, then SIGKILL leftovers."""
+    def stop_all(self, grace: float = 30.0) -> None:
+        """Stop every child, highest layer first: SIGTERM its main process, then SIGKILL its group after `grace`."""
         self.stopping = True
         if self.stopped:
             return
@@ -214,12 +214,19 @@ class Supervisor:
         self.log("all processes stopped")
 
     def _stop_layer(self, children: list[Child], grace: float) -> None:
-        """SIGTERM every child's group (newest first), wait up to grace, then SIGKILL what remains."""
+        """SIGTERM every child's main process (newest first), wait up to grace, then SIGKILL each whole group.
+
+        Only the main process is told: a Celery worker then shuts down warm (its pool processes
+        finish and acknowledge the tasks they run, then it ends them), gunicorn stops gracefully.
+        Signalling the whole group, as before, killed pool processes mid-task (WorkerLostError,
+        the task restored and run again). After `grace` (STOP_GRACE_SECONDS under `manage.py up`)
+        whatever is left of the group is SIGKILLed.
+        """
         for child in reversed(children):
             proc = child.process
             if proc is not None and proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + grace
         for child in reversed(children):
             proc = child.process

@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -203,3 +204,35 @@ def test_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -> None:
         _point_celery_at(app, old_broker, old_backend)
         if launcher.process.poll() is None:
             launcher.stop(signal.SIGTERM)
+
+
+@pytest.mark.integration
+def test_a_warm_stop_lets_a_running_task_finish_and_be_acknowledged(
+    worker_env: Any, celery_to_test_redis: str, tmp_path: Path,
+) -> None:
+    """Stop while a real worker runs a 3 s task: the task ends (its line is written), no WorkerLostError, nothing restored."""
+    from project.celery import app
+
+    env = worker_env(WORKFLOW_FS_ROOTS=f"file://{tmp_path}", ALLOWED_TASKS="examples.*")
+    logfile = tmp_path / "worker.log"
+    lines: list[str] = []
+    supervisor = Supervisor(env={**env, "PYTHONUNBUFFERED": "1"}, log=lines.append, cwd=Path(__file__).resolve().parents[2])
+    child = supervisor.start("worker", [
+        sys.executable, "-m", "celery", "-A", "project", "worker", "--loglevel", "INFO", "--concurrency", "2",
+        "--queues", "default", "--without-gossip", "--without-mingle", "--logfile", str(logfile),
+    ])
+    assert child.process is not None
+    wait_until(lambda: logfile.exists() and " ready." in logfile.read_text(), 60, "the worker to be ready")
+    record = tmp_path / "record.jsonl"
+    app.send_task("examples.record", args=[{"log": str(record), "seconds": 3}, "2026-01-01T00:00Z"], queue="default")
+    wait_until(lambda: "Task examples.record" in logfile.read_text() and "received" in logfile.read_text(), 30,
+               "the task to start")
+    started = time.monotonic()
+    supervisor.stop_all(grace=30)
+    assert time.monotonic() - started < 25  # it waited for the task, not for the grace period's end
+    text = logfile.read_text()
+    assert record.exists() and len(record.read_text().splitlines()) == 1, text[-2000:]
+    assert "WorkerLostError" not in text and "Restoring" not in text, text[-2000:]
+    assert re.search(r"Task examples\.record\[[^]]+\] succeeded", text), text[-2000:]
+    assert not any("ignored SIGTERM" in line for line in lines)
+    assert child.process.returncode == 0

@@ -103,7 +103,8 @@ class Command(BaseCommand):
             self._say("stopping")
         finally:
             if supervisor.children:
-                supervisor.stop_all()
+                # A warm stop: running tasks finish and are acknowledged within the grace period.
+                supervisor.stop_all(grace=float(os.environ.get("STOP_GRACE_SECONDS", "30")))
 
     def _ensure_admin(self) -> None:
         """On first run create user 'admin'; print its password once or take ADMIN_PASSWORD."""
