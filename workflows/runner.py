@@ -29,7 +29,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from kernel import task_registry, user_tasks
-from workflows import parents
+from workflows import notifications, parents
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
@@ -83,20 +83,39 @@ def run_node(node_id: str, attempt: int, hostname: str = "") -> str:
     if node is None:
         return "skipped"
     workflow = node.workflow
-    with contextlib.suppress(DatabaseError):  # a display nicety: the parent sees RUNNING
-        with transaction.atomic():
-            parents.started(workflow, node)
-            if workflow.definition:
-                from workflows import notifications
-
-                notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
     _current.run = (node.id, attempt)
     try:
+        # The lease is renewed from the claim on: nothing before the task may let it lapse.
         with lease(NODE_LEASE, node.id, attempt):
+            _report_started(workflow, node)
             outcome = invoke_action(node, worker) if workflow.definition else invoke(node.task_name, workflow, worker)
     finally:
         _current.run = None
     return record(node_id, attempt, outcome)
+
+
+#: How long the start report may wait for a row another transaction holds (PostgreSQL).
+START_REPORT_LOCK_TIMEOUT_MS = 1000
+
+
+def _report_started(workflow: WorkflowJob, node: WorkflowNode) -> None:
+    """A display nicety (the parent sees RUNNING, the start notification): never worth waiting on a lock.
+
+    Another transaction may hold the coordinator action's row (a command, or a partitioned
+    host's transaction that PostgreSQL ends only after DB_IDLE_IN_TRANSACTION_SECONDS): the
+    report gives up after START_REPORT_LOCK_TIMEOUT_MS instead of holding the task back; the
+    run's end settles the action all the same.
+    """
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL lock_timeout = {int(START_REPORT_LOCK_TIMEOUT_MS)}")
+            parents.started(workflow, node)
+            if workflow.definition:
+                notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
+    except DatabaseError as exc:
+        log.info("node %s: start not reported (%s); its end settles the parent", node.id, str(exc).splitlines()[0][:200])
 
 
 def _retrying(step: Callable[[], T], what: str, seconds: float) -> T:

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, StatusChange
@@ -123,3 +124,33 @@ def test_an_action_a_command_holds_is_not_waited_for(launched: Launch, tmp_path:
     action.refresh_from_db()
     assert action.status == ActionStatus.SUCCEEDED
     assert history(action)[-1][2] == STATUS_COMMAND
+
+
+def test_a_healthy_worker_never_loses_its_lease_to_another_transactions_lock(
+    launched: Launch, settings: object, tmp_path: Path,
+) -> None:
+    """Issue 24, item 1: another connection holds the action's row while the node starts; the lease is renewed from
+    the claim, the start report gives up within a second, the task runs once past its lease, and recovery relaunches nothing."""
+    from workflows.recovery import recover
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks: PostgreSQL (SQLite has one writer at a time)")
+    settings.WORKFLOW_LEASE_SECONDS = 2  # type: ignore[attr-defined]
+    log_file = tmp_path / "runs.jsonl"
+    action = launched("examples.record", properties=f"<property><name>log</name><value>{log_file}</value></property>"
+                      "<property><name>seconds</name><value>3</value></property>")
+    node = node_of(action)
+    with row_locked(CoordinatorAction.objects.filter(pk=action.pk)):
+        started = time.monotonic()
+        assert runner.run_node(node.id, 1) == NodeStatus.OK
+        took = time.monotonic() - started
+        assert took < 8, took  # 3 s of task, at most 1 s of waiting for the lock
+        node.refresh_from_db()
+        assert (node.status, node.attempt, len(node.history)) == (NodeStatus.OK, 1, 1)
+        recover(timezone.now())
+        node.refresh_from_db()
+        assert (node.status, node.attempt) == (NodeStatus.OK, 1)  # nothing relaunched
+    assert len(log_file.read_text().splitlines()) == 1  # the task ran once
+    run_pending_commands()
+    action.refresh_from_db()
+    assert action.status == ActionStatus.SUCCEEDED
