@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text
-from workflows.actions.storage import Location, StorageError, expand, locate, protocol_of
+from workflows.actions.storage import Location, StorageError, expand, has_glob, locate, protocol_of
 
 Operation = Mapping[str, Any]
 
@@ -54,10 +54,26 @@ def _target(source: Location, target: str) -> Location:
     return locate(f"{parts.scheme}://{parts.netloc}{target}")
 
 
+def _already_moved(source: Location, target: Location) -> bool:
+    """A plain (no glob) source that is gone while what it would have become exists: an earlier run moved it.
+
+    A node relaunched after its worker was lost runs its `move` again; Hadoop's rename would
+    fail (FS006), which made the example pipeline's cleanup fail on a re-run. Here it succeeds.
+    """
+    if has_glob(source):
+        return False
+    fs = target.fs
+    if fs.isdir(target.path):
+        return bool(fs.exists(posixpath.join(target.path, posixpath.basename(source.path.rstrip("/")))))
+    return bool(fs.exists(target.path))
+
+
 def _move(source: Location, target: Location) -> None:
     sources = expand(source)
     if not sources:
-        raise StorageError("FS006", f"move, source path [{source.url}] does not exist")
+        if _already_moved(source, target):
+            return
+        raise StorageError("FS006", f"move, source path [{source.url}] does not exist (nor does [{target.url}])")
     fs = source.fs
     target_is_dir = bool(target.fs.isdir(target.path))
     if len(sources) > 1 and not target_is_dir:
@@ -65,9 +81,13 @@ def _move(source: Location, target: Location) -> None:
     for item in sources:
         destination = posixpath.join(target.path, posixpath.basename(item.path.rstrip("/"))) if target_is_dir else target.path
         parent = posixpath.dirname(destination.rstrip("/"))
-        if fs.exists(destination) or (parent and not fs.isdir(parent)):
-            # Hadoop's rename refuses an existing target file and a missing parent: it answers false
-            raise StorageError("FS008", f"move, could not move [{item.url}] to [{target.url}]")
+        # Hadoop's rename refuses an existing target file and a missing parent: it answers false
+        if fs.exists(destination):
+            raise StorageError("FS008", f"move, could not move [{item.url}] to [{target.url}]: [{destination}] exists")
+        if parent and not fs.isdir(parent):
+            raise StorageError(
+                "FS008", f"move, could not move [{item.url}] to [{target.url}]: its directory [{parent}] does not exist"
+            )
         fs.mv(item.path, destination, recursive=True)
 
 

@@ -108,6 +108,37 @@ def test_move_errors(root: Path, setup: list[str], source: str, target: str, cod
     assert sorted(p.name for p in root.iterdir()) == before
 
 
+@pytest.mark.parametrize("into_directory", [False, True], ids=["renamed", "into-a-directory"])
+def test_a_move_run_again_after_it_happened_succeeds(root: Path, into_directory: bool) -> None:
+    """A node relaunched after its worker was lost moves again: the source is gone, the target there: OK, nothing changes."""
+    (root / "in").write_text("data")
+    target = root / "archive" if into_directory else root / "out"
+    if into_directory:
+        target.mkdir()
+    step = {"op": "move", "source": url(root / "in"), "target": url(target)}
+    assert fs(step).status == "OK"
+    moved = target / "in" if into_directory else target
+    assert moved.read_text() == "data"
+    assert fs(step).status == "OK"  # the re-run
+    assert moved.read_text() == "data" and not (root / "in").exists()
+
+
+@pytest.mark.parametrize(
+    ("setup", "target", "words"),
+    [
+        pytest.param(["a", "b"], "ROOT/b", "/b] exists", id="target-exists"),
+        pytest.param(["a"], "ROOT/no/such/parent", "/no/such] does not exist", id="parent-missing"),
+        pytest.param([], "ROOT/t", "does not exist (nor does", id="source-and-target-missing"),
+    ],
+)
+def test_move_errors_name_the_path_and_the_reason(root: Path, setup: list[str], target: str, words: str) -> None:
+    """FS006/FS008 say which path is in the way and why, not only that the move failed."""
+    for name in setup:
+        (root / name).write_text(name)
+    result = fs({"op": "move", "source": url(root / ("a" if setup else "missing")), "target": target.replace("ROOT", str(root))})
+    assert result.status == "ERROR" and words in result.error_message, result.error_message
+
+
 def test_chmod_octal_and_symbolic(root: Path) -> None:
     """chmod takes 750 or -rwxr-x---; on a directory it also sets its files (dir-files default)."""
     (root / "d").mkdir()
