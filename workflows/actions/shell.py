@@ -18,8 +18,10 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
@@ -70,6 +72,17 @@ def _tail(path: str) -> str:
         return handle.read().decode("utf-8", errors="replace").strip()
 
 
+#: The guard every command runs under: it kills the command's process group when this process dies.
+GUARD = str(Path(__file__).with_name("shell_guard.py"))
+
+
+def _runnable(program: str, env: Mapping[str, str]) -> bool:
+    """Whether the program names an executable file (a bare name: on the action's PATH), as exec would find it."""
+    if os.sep in program:
+        return os.path.isfile(program) and os.access(program, os.X_OK)
+    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+
+
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -104,11 +117,14 @@ def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
 def _run(command: list[str], env: dict[str, str], workdir: str, capture: bool) -> ActionResult:
     stdout_path, stderr_path = os.path.join(workdir, ".stdout"), os.path.join(workdir, ".stderr")
     timeout = shell_timeout_seconds()
+    if not _runnable(command[0], env):
+        return error("FileNotFoundError", f"shell command [{command[0]}] cannot be run: no such executable program")
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         try:
+            # Through the guard (shell_guard.py), the command's process group dies with this process.
             process = subprocess.Popen(  # noqa: S603 - runs what the workflow names: the point of the action, gated by a setting
-                command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                start_new_session=True, close_fds=True,
+                [sys.executable, "-I", GUARD, "--", *command], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                stdout=stdout, stderr=stderr, start_new_session=True, close_fds=True,
             )
         except OSError as exc:
             return error(type(exc).__name__, f"shell command [{command[0]}] cannot be run: {exception_text(exc)}")

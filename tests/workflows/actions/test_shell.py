@@ -185,3 +185,38 @@ def test_prepare_runs_before_the_command(tmp_path: Path) -> None:
     result = sh(f"echo x > {out}/file", prepare=[{"op": "mkdir", "path": f"file://{out}"}])
     assert result.status == "OK", result
     assert (out / "file").read_text() == "x\n"
+
+
+# A pool process that runs one shell action and is then SIGKILLed (the OOM killer, a crash).
+POOL_PROCESS = """
+import sys, django
+django.setup()
+from workflows.actions.shell import _run
+_run(["sh", "-c", sys.argv[1]], {"PATH": "/usr/bin:/bin"}, sys.argv[2], False)
+"""
+
+
+def test_a_shell_command_dies_with_the_worker_process_that_ran_it(tmp_path: Path) -> None:
+    """Issue 24, item 7: SIGKILL the process running a shell action: the command and what it started die within seconds,
+    so a relaunched node never runs beside an earlier copy of its command."""
+    import signal
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "pids"
+    script = f"sleep 300 & echo $$ $! > {pidfile}; sleep 300"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "WORKFLOW_SHELL_ENABLED": "true"}
+    pool = subprocess.Popen([sys.executable, "-c", POOL_PROCESS, script, str(tmp_path)],  # noqa: S603
+                            cwd=Path(__file__).resolve().parents[3], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and len(pidfile.read_text().split()) == 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shell, background = (int(pid) for pid in pidfile.read_text().split())
+        os.kill(pool.pid, signal.SIGKILL)
+        pool.wait(10)
+        _assert_dead(shell)
+        _assert_dead(background)
+    finally:
+        if pool.poll() is None:
+            pool.kill()
