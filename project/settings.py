@@ -153,6 +153,9 @@ CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
 # never redelivers a message that a live worker still holds.
 COMMAND_LEASE_SECONDS = env_int("COMMAND_LEASE_SECONDS", 60)
 COMMAND_SWEEP_SECONDS = env_int("COMMAND_SWEEP_SECONDS", 15)
+# A worker checks its pool processes this often; one that died (SIGKILL, the OOM killer) has its
+# work relaunched at once, not after its lease (project.celery, ADR 0008).
+WORKER_POOL_CHECK_SECONDS = env_int("WORKER_POOL_CHECK_SECONDS", 1)
 BROKER_VISIBILITY_TIMEOUT = env_int("BROKER_VISIBILITY_TIMEOUT", 3600)
 # After a command commits, the same worker may run its key's next head (same command class)
 # directly, up to this many commands and this long, before ringing it instead (fairness).

@@ -41,6 +41,23 @@ def recover(now: datetime) -> dict[str, int]:
             "user_retries": due_user_retries(now)}
 
 
+def give_up_lease(node_id: str, attempt: int, hostname: str, now: datetime) -> bool:
+    """The lease of a node's attempt whose pool process died under this worker, expired now; whether one was.
+
+    Only a RUNNING attempt that a process of this worker (`hostname:pid`) claimed: a duplicate
+    message that died before its claim cannot end another worker's lease.
+    """
+    if not node_id or not hostname:
+        return False
+    expired = WorkflowNode.objects.filter(
+        pk=node_id, attempt=attempt, status=NodeStatus.RUNNING, worker__startswith=f"{hostname}:",
+    ).update(lease_expires_at=now - timedelta(microseconds=1))
+    if expired:
+        log.warning("node %s attempt %s: its pool process on %s died; lease given up for a relaunch now",
+                    node_id, attempt, hostname)
+    return bool(expired)
+
+
 def relaunch_lost(now: datetime) -> tuple[int, int]:
     """Nodes whose worker stopped renewing the lease: next attempt, or FAILED after the last one."""
     relaunched = failed = 0

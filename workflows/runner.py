@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from kernel import task_registry, user_tasks
+from kernel import processes, task_registry, user_tasks
 from workflows import notifications, parents
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
 from workflows.launch import relaunch
@@ -150,12 +150,39 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
         )
         node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
     if not taken:
+        if node is not None and _owner_died_here(node, attempt, worker, now):
+            return None
         seen = "is gone" if node is None else f"is {node.status} on attempt {node.attempt}"
         if node is not None and node.workflow.status != WorkflowStatus.RUNNING:
             seen += f", its workflow {node.workflow.status}"
         log.info("node %s attempt %s not run: the node %s (a duplicate or stale message)", node_id, attempt, seen)
         return None
     return node
+
+
+def _owner_died_here(node: WorkflowNode, attempt: int, worker: str, now: Any) -> bool:
+    """This attempt's message came back (Celery requeues a message whose pool process died) and its owner is dead.
+
+    The owner is a process of this worker (same Celery node name: the same pid namespace) that
+    no longer exists: the lease is given up now and recovery rung, so the node runs again within
+    seconds instead of after its lease. An owner still alive, or on another worker, keeps it.
+    """
+    if node.status != NodeStatus.RUNNING or node.attempt != attempt or not node.worker:
+        return False
+    pid = processes.owner_pid(node.worker, worker.rpartition(":")[0])
+    if pid is None or not processes.is_gone(pid):
+        return False
+    given_up = WorkflowNode.objects.filter(
+        pk=node.pk, attempt=attempt, status=NodeStatus.RUNNING, worker=node.worker,
+    ).update(lease_expires_at=now - timedelta(microseconds=1))
+    if given_up:
+        log.warning("node %s attempt %s: its process %s died; lease given up, relaunching now", node.pk, attempt,
+                    node.worker)
+        # The Celery app sits at the top of the stack: looked up when a message is sent, never imported at load.
+        from project.celery import app
+
+        app.send_task("workflows.service.recover")
+    return bool(given_up)
 
 
 def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:

@@ -22,9 +22,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from xcommands import failpoints, sql
+from kernel import processes
+from xcommands import failpoints, recovery, sql
 from xcommands.base import registered_command
-from xcommands.choices import CommandStatus
+from xcommands.choices import LEASED_STATUSES, CommandStatus
 from xcommands.errors import FencedOut, PreconditionFailed, UnknownCommand
 from xcommands.heartbeat import heartbeat
 from xcommands.models import Command
@@ -115,6 +116,8 @@ def process(command_id: int) -> str:
     max_run, quantum = _drain_limits()
     claim = claim_command(command_id)
     if claim is None:
+        if _owner_died_here(command_id):
+            return "owner-died"
         return "not-runnable"
     drain = _Drain(name=claim.name, deadline=time.monotonic() + quantum)
     # Called inside someone's transaction, commits (and so hand-offs) happen only later.
@@ -151,6 +154,25 @@ def _claim_of(row: dict[str, Any]) -> Claim:
         last_error=row["last_error"],
         history=row["history"],
     )
+
+
+def _owner_died_here(command_id: int) -> bool:
+    """The command's message came back (Celery requeues a message whose pool process died) and its lease owner is dead.
+
+    The owner is a process of this host that no longer exists: the lease is given up now and the
+    sweep run, so the command is retried within seconds instead of after its lease (fencing as
+    for any expired lease). An owner alive, or on another host, keeps its lease.
+    """
+    owner = Command.objects.filter(pk=command_id, status__in=sorted(LEASED_STATUSES)).values_list(
+        "lease_owner", flat=True).first()
+    pid = processes.owner_pid(owner or "", socket.gethostname())
+    if pid is None or not processes.is_gone(pid):
+        return False
+    now = timezone.now()
+    if not recovery.give_up_lease(command_id, socket.gethostname(), now):
+        return False
+    recovery.sweep(now)
+    return True
 
 
 def claim_command(command_id: int, now: datetime | None = None) -> Claim | None:

@@ -24,3 +24,4 @@ def purge_history() -> int:
     """Delete finished commands older than COMMAND_HISTORY_DAYS (celery beat, hourly)."""
     days = int(getattr(settings, "COMMAND_HISTORY_DAYS", 30))
     return purge_finished(timezone.now(), timedelta(days=days))
+
