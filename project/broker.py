@@ -19,11 +19,15 @@ client by that scheme).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import redis
 from kombu import Connection
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
+
+log = logging.getLogger(__name__)
 
 #: The value of Celery's `broker_transport` setting that selects this module's transport.
 TRANSPORT = "project.broker:Transport"
@@ -33,8 +37,46 @@ TRANSPORT = "project.broker:Transport"
 Connection.resolve_aliases.setdefault(TRANSPORT, "redis")
 
 
+class QoS(kombu_redis.QoS):
+    """kombu's Redis QoS, except that an acknowledgement Redis did not take still frees the prefetch slot.
+
+    kombu's `ack` removes the message from Redis's unacked index first and frees the slot only
+    if that worked: after `Couldn't ack ..., reason: TimeoutError` (a cut link, a Redis pausing)
+    the message counted as outstanding forever, and with `task_acks_late` and a prefetch of 1
+    each such ack cost one pool process's slot until the worker restarted (issue 24, item 2).
+    Here the slot is freed whatever Redis answered; a message whose removal failed stays in the
+    unacked index and is delivered again after the visibility timeout, which the engine's claims
+    (compare-and-set, fencing) make harmless. Reported upstream as kombu's behaviour.
+    """
+
+    def ack(self, delivery_tag: Any) -> None:
+        """Remove the message from Redis's unacked index if Redis answers; free the slot regardless."""
+        try:
+            self._remove_from_indices(delivery_tag).execute()  # type: ignore[attr-defined]  # kombu, not in the stubs
+        except (redis.exceptions.RedisError, OSError) as exc:
+            log.warning("ack of %s not recorded in Redis (%s): it will be delivered again after the "
+                        "visibility timeout; its prefetch slot is freed now", delivery_tag, exc)
+        finally:
+            virtual.QoS.ack(self, delivery_tag)
+
+    def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
+        """Give the message back (or drop it) if Redis answers; free the slot regardless."""
+        try:
+            if requeue:
+                self.restore_by_tag(delivery_tag, leftmost=True)
+            else:
+                self._remove_from_indices(delivery_tag).execute()  # type: ignore[attr-defined]  # kombu, not in the stubs
+        except (redis.exceptions.RedisError, OSError) as exc:
+            log.warning("reject of %s not recorded in Redis (%s): it will be delivered again after the "
+                        "visibility timeout; its prefetch slot is freed now", delivery_tag, exc)
+        finally:
+            virtual.QoS.ack(self, delivery_tag)
+
+
 class Channel(kombu_redis.Channel):
-    """kombu's Redis channel; connecting through a closed transport raises ConnectionError."""
+    """kombu's Redis channel; connecting through a closed transport raises ConnectionError; acks never leak slots."""
+
+    QoS = QoS
 
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         """Connection parameters, or ConnectionError once the transport has been closed."""
