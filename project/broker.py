@@ -20,6 +20,7 @@ client by that scheme).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -51,24 +52,22 @@ class QoS(kombu_redis.QoS):
 
     def ack(self, delivery_tag: Any) -> None:
         """Remove the message from Redis's unacked index if Redis answers; free the slot regardless."""
-        try:
-            self._remove_from_indices(delivery_tag).execute()  # type: ignore[attr-defined]  # kombu, not in the stubs
-        except (redis.exceptions.RedisError, OSError) as exc:
-            log.warning("ack of %s not recorded in Redis (%s): it will be delivered again after the "
-                        "visibility timeout; its prefetch slot is freed now", delivery_tag, exc)
-        finally:
-            virtual.QoS.ack(self, delivery_tag)
+        self._then_free("ack", delivery_tag, lambda: self._remove_from_indices(delivery_tag).execute())  # type: ignore[attr-defined]  # kombu, not in the stubs
 
     def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
         """Give the message back (or drop it) if Redis answers; free the slot regardless."""
+        if requeue:
+            self._then_free("reject", delivery_tag, lambda: self.restore_by_tag(delivery_tag, leftmost=True))
+        else:
+            self._then_free("reject", delivery_tag, lambda: self._remove_from_indices(delivery_tag).execute())  # type: ignore[attr-defined]  # kombu, not in the stubs
+
+    def _then_free(self, what: str, delivery_tag: Any, in_redis: Callable[[], Any]) -> None:
+        """Record the ack or reject in Redis if it answers; free the prefetch slot whatever happened."""
         try:
-            if requeue:
-                self.restore_by_tag(delivery_tag, leftmost=True)
-            else:
-                self._remove_from_indices(delivery_tag).execute()  # type: ignore[attr-defined]  # kombu, not in the stubs
+            in_redis()
         except (redis.exceptions.RedisError, OSError) as exc:
-            log.warning("reject of %s not recorded in Redis (%s): it will be delivered again after the "
-                        "visibility timeout; its prefetch slot is freed now", delivery_tag, exc)
+            log.warning("%s of %s not recorded in Redis (%s): it will be delivered again after the "
+                        "visibility timeout; its prefetch slot is freed now", what, delivery_tag, exc)
         finally:
             virtual.QoS.ack(self, delivery_tag)
 
