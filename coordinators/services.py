@@ -27,6 +27,7 @@ from coordinators.sources import (
 )
 from datasets.timeline import format_datetime
 from kernel import user_tasks
+from workflows.actions.celery import check_definition_tasks
 from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
 
@@ -101,8 +102,6 @@ def check_workflow_application(app_path: str, *, trusted: bool, source: str) -> 
             "an app-path names a workflow application directory, task:<celery task name> or batch:<batch profile>",
             source=source, element="app-path",
         ) from None
-    from workflows.actions.celery import check_definition_tasks
-
     try:
         xml, _ = load_application(app_path, trusted=trusted)
         source = app_path.rstrip("/") + "/workflow.xml"

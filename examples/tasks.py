@@ -6,7 +6,7 @@ They run with the service's rights, so every path they touch is checked as an `f
 is: it must lie under WORKFLOW_FS_ROOTS once symbolic links are resolved (kernel.storage), and
 files are written without following a symbolic link that appeared since. The batch processing
 tasks write only under BATCH_WORK_ROOT (or those roots). Users may run them only where the
-operator allows `examples.*` in ALLOWED_TASKS (README, "Running coordinators").
+operator allows `examples.*` in ALLOWED_TASKS (docs/coordinators.md, the walk-through).
 """
 
 from __future__ import annotations

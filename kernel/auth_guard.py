@@ -1,6 +1,6 @@
 """Failed sign-ins are counted in the database; a client that guesses too often is locked out for a while.
 
-The rules (settings in project/settings.py, documented in README.md's Configuration table):
+The rules (settings in project/settings.py, documented in docs/configuration.md):
 
 1. Every failed credential check stores one AuthFailure row (where, client address, username
    named, when): a wrong password at the admin login or in HTTP basic, an unknown or malformed

@@ -37,6 +37,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
+import fsspec
+
 log = logging.getLogger(__name__)
 
 MAX_URL_CHARS = 4096
@@ -84,8 +86,6 @@ def _implementation(protocol: str) -> Any | None:
 
     Raises StorageURLError for a protocol fsspec does not know at all.
     """
-    import fsspec
-
     try:
         return fsspec.get_filesystem_class(protocol)
     except ImportError:

@@ -13,7 +13,7 @@ from a `${...}` resolved late):
    command's task (`*XCommand`).
 2. Otherwise the name must match a glob pattern of ALLOWED_TASKS (default `actions.*`: a
    site's own tasks). The example tasks (`examples.*`) are allowed only where the operator
-   lists them, as the README's walk-throughs do.
+   lists them, as the walk-throughs do (docs/coordinators.md).
 
 Whether the task is registered in a worker is the caller's question (it needs the Celery app).
 """

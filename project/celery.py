@@ -17,8 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from celery import Celery
+from celery.concurrency import asynpool
 from celery.signals import task_postrun, task_prerun
+from django.conf import settings
 from kombu import Exchange, Queue
+
+from project.worker_watchdog import ConsumptionWatchdog
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
@@ -86,8 +90,6 @@ app.conf.update(
 
 def _apply_broker_options() -> None:
     """Apply Redis transport options that depend on settings (the visibility timeout)."""
-    from django.conf import settings
-
     lease = int(getattr(settings, "COMMAND_LEASE_SECONDS", 60))
     visibility = max(int(getattr(settings, "BROKER_VISIBILITY_TIMEOUT", 3600)), lease * 10)
     options = {
@@ -125,14 +127,13 @@ def _check_pool_processes_often() -> None:
     process's lease up at once (workflows.runner, xcommands.engine). A faster timer makes that
     recovery take about a second instead of five; maintain_pool costs one pass over the pool.
     """
-    from celery.concurrency import asynpool
-    from django.conf import settings
-
     seconds = float(getattr(settings, "WORKER_POOL_CHECK_SECONDS", 1.0))
     asynpool.AsynPool.timers = property(lambda pool: {pool.maintain_pool: seconds})  # type: ignore[assignment,method-assign]
 
 
 _check_pool_processes_often()
+# A worker that stopped taking work while work waits stops itself, for its supervisor to restart.
+app.steps["consumer"].add(ConsumptionWatchdog)
 # Celery's Django fix-up closes every database connection around every task unless this is
 # set: a new PostgreSQL connection per command costs more than the command. Reuse
 # connections and close only broken or expired ones (CONN_MAX_AGE), as Django does per request.
@@ -152,8 +153,6 @@ class QuietPeriodicTasks(logging.Filter):
         """Keep warnings and errors, records about other tasks, and everything when LOG_PERIODIC_TASKS is on."""
         if record.levelno > logging.INFO:
             return True
-        from django.conf import settings
-
         if getattr(settings, "LOG_PERIODIC_TASKS", False):
             return True
         args = record.args

@@ -3,7 +3,7 @@
 Django's default (SMTP on localhost:25) turns every alert into "Connection refused" and
 retries on a machine without a mail server. Without EMAIL_HOST (and EMAIL_BACKEND) the
 settings pick this backend: senders see at once that e-mail is off and why, and the SLA
-notifier logs that once instead of retrying (README, "SLA monitoring").
+notifier logs that once instead of retrying (docs/coordinators.md, "SLA monitoring").
 """
 
 from __future__ import annotations

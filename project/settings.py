@@ -2,7 +2,7 @@
 
 Embedded default: SQLite in ./var, a Redis started by `manage.py up`.
 Production: DATABASE_URL=postgres://..., REDIS_URL=redis://..., SECRET_KEY, DEBUG=false,
-ALLOWED_HOSTS, and the SECURE_* values below (see README, "Production").
+ALLOWED_HOSTS, and the SECURE_* values below (see docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -156,6 +156,9 @@ COMMAND_SWEEP_SECONDS = env_int("COMMAND_SWEEP_SECONDS", 15)
 # A worker checks its pool processes this often; one that died (SIGKILL, the OOM killer) has its
 # work relaunched at once, not after its lease (project.celery, ADR 0008).
 WORKER_POOL_CHECK_SECONDS = env_int("WORKER_POOL_CHECK_SECONDS", 1)
+# A worker that took no task this long while messages waited for its free processes stops
+# (exit 70) for its supervisor to start it again (project.worker_watchdog); 0: never.
+WORKER_STALL_SECONDS = env_int("WORKER_STALL_SECONDS", 120)
 BROKER_VISIBILITY_TIMEOUT = env_int("BROKER_VISIBILITY_TIMEOUT", 3600)
 # After a command commits, the same worker may run its key's next head (same command class)
 # directly, up to this many commands and this long, before ringing it instead (fairness).
@@ -172,7 +175,7 @@ COMMAND_RING_STALE_SECONDS = env_int("COMMAND_RING_STALE_SECONDS", 30)
 # Celery tasks users may run (kernel.user_tasks): `task:<name>` applications, workflows' <celery>
 # actions and keyed jobs, glob patterns on task names, checked at submission and in the worker.
 # Internal tasks (celery.*, the apps' own, commands) are refused whatever this says. The example
-# tasks are not in the default: the README's walk-throughs set ALLOWED_TASKS=examples.* where they
+# tasks are not in the default: the walk-throughs (docs/coordinators.md) set ALLOWED_TASKS=examples.* where they
 # run. KEYED_JOB_ALLOWED_TASKS is this setting's earlier name, still read when ALLOWED_TASKS is unset.
 ALLOWED_TASKS = env_list("ALLOWED_TASKS", env_list("KEYED_JOB_ALLOWED_TASKS", ["actions.*"]))
 # Extra modules every worker imports (tasks of plug-ins, or of the test suite).
@@ -295,7 +298,7 @@ CELERY_BEAT_SCHEDULE = {
 # Idle is silent: the tick's and wake-ups' "Sending due task", "received" and "succeeded" lines
 # (INFO) are dropped from the beat and worker logs; true logs them again. Failures always show.
 LOG_PERIODIC_TASKS = env_bool("LOG_PERIODIC_TASKS", False)
-# SLA monitoring (README, "SLA"): e-mails to <sla:alert-contact> for the events its
+# SLA monitoring (docs/coordinators.md, "SLA monitoring"): e-mails to <sla:alert-contact> for the events its
 # <sla:alert-events> name (default below), every event POSTed as JSON to the webhook.
 SLA_ALERT_EVENTS = env_list("SLA_ALERT_EVENTS", ["END_MISS"])
 SLA_EMAIL_ENABLED = env_bool("SLA_EMAIL_ENABLED", True)
@@ -338,7 +341,7 @@ METRICS_COMMAND_SAMPLE = env_int("METRICS_COMMAND_SAMPLE", 2000)
 # Ended coordinator actions are counted by a scan of the whole table: its result is reused this long.
 METRICS_ENDED_ACTIONS_SECONDS = env_int("METRICS_ENDED_ACTIONS_SECONDS", 60)
 
-# --- Failed sign-ins and request rates (kernel.auth_guard, README "Configuration") ----------
+# --- Failed sign-ins and request rates (kernel.auth_guard, docs/configuration.md) ----------
 # AUTH_FAILURE_LIMIT failed credential checks (admin login, HTTP basic, API tokens, /metrics) from
 # one client address within AUTH_FAILURE_WINDOW_SECONDS lock that address until enough of them have
 # left the window: 429 with Retry-After, the right credentials included. AUTH_ACCOUNT_FAILURE_LIMIT

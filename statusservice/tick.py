@@ -23,6 +23,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from coordinators.choices import JOB_CHECKING_INPUTS, ActionStatus
+
 log = logging.getLogger(__name__)
 
 PREFIX = "statusservice:"
@@ -248,7 +250,6 @@ class Wakeup:
 
 
 def _next_input_check(horizon: datetime) -> datetime | None:
-    from coordinators.choices import JOB_CHECKING_INPUTS, ActionStatus
     from coordinators.models import CoordinatorAction
 
     return (  # a suspended job's actions arm no wake-up (idle is idle)

@@ -178,8 +178,9 @@ def _owner_died_here(node: WorkflowNode, attempt: int, worker: str, now: Any) ->
     if given_up:
         log.warning("node %s attempt %s: its process %s died; lease given up, relaunching now", node.pk, attempt,
                     node.worker)
-        # The Celery app sits at the top of the stack: looked up when a message is sent, never imported at load.
-        from project.celery import app
+        from project.celery import (
+            app,  # the top of the stack (project): imported when a message is sent
+        )
 
         app.send_task("workflows.service.recover")
     return bool(given_up)

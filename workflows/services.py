@@ -17,6 +17,7 @@ from typing import Any
 from django.db import transaction
 
 from workflows import notifications
+from workflows.actions.celery import check_definition_tasks
 from workflows.choices import (
     NODE_LIVE,
     NODE_TERMINAL,
@@ -197,8 +198,6 @@ def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) 
     app_path = str(properties.get(APP_PATH_PROPERTY, "")).strip()
     if not app_path:
         raise DefinitionError(f"the job configuration has no {APP_PATH_PROPERTY}", source="job.properties")
-    from workflows.actions.celery import check_definition_tasks
-
     xml, defaults = load_application(app_path, trusted=trusted)
     prepared = prepare_workflow(xml, dict(properties), app_path=app_path, config_default=defaults)
     check_definition_tasks(prepared.definition, app_path.rstrip("/") + "/workflow.xml")

@@ -1,4 +1,4 @@
-"""The workflow runtime's settings, with their defaults (README, "Configuration")."""
+"""The workflow runtime's settings, with their defaults (docs/configuration.md)."""
 
 from __future__ import annotations
 

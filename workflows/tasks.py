@@ -10,7 +10,12 @@ from typing import Any
 from celery import shared_task
 from django.utils import timezone
 
-from workflows import commands  # noqa: F401 - registers the Wf* commands in every worker
+from kernel.outbound import OutboundRefused
+from kernel.secrets import masker
+from workflows import (
+    commands,  # noqa: F401 - registers the Wf* commands in every worker
+    notifications,
+)
 
 
 @shared_task(bind=True, name="workflows.run", ignore_result=True, acks_late=True)
@@ -36,15 +41,11 @@ def notify(self: Any, url: str) -> int:
 
     from django.conf import settings
 
-    from kernel.outbound import OutboundRefused
-    from kernel.secrets import masker
-    from workflows.notifications import deliver
-
     retries = int(getattr(settings, "WORKFLOW_NOTIFICATION_RETRIES", 3))
     delay = float(getattr(settings, "WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10))
     secrets = masker()  # log lines mask `token=`-like parameters (the sender masked the job's values for Flower)
     try:
-        return deliver(url)
+        return notifications.deliver(url)
     except OutboundRefused as exc:  # OUTBOUND_ALLOWED_HOSTS refuses it: trying again changes nothing
         logging.getLogger(__name__).warning("notification not sent, refused: %s", secrets.text(str(exc)))
         return 0

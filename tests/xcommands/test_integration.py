@@ -92,9 +92,12 @@ def effects(label: str) -> int:
 def test_same_key_is_serial_and_fifo_across_two_workers(
     live_workers: Callable[..., WorkerProcess], rclient: redis.Redis
 ) -> None:
-    """Two worker processes of concurrency 2: one key's commands start in enqueue order, never overlapping."""
-    worker(live_workers, "w1")
-    worker(live_workers, "w2")
+    """Two worker processes of concurrency 2: one key's commands start in enqueue order, never overlapping.
+
+    Which worker takes which command is up to Redis; to show deterministically that a key is not
+    pinned to a worker, the worker that ran the key's last command is then stopped and the key's
+    next commands are run by the other one, still in order."""
+    workers = [worker(live_workers, "w1"), worker(live_workers, "w2")]
     rows = []
     for i in range(16):
         rows.append(enqueue(TraceXCommand(key="serial", label=f"s{i:02d}", sleep=0.05, transactional=False)))
@@ -104,6 +107,16 @@ def test_same_key_is_serial_and_fifo_across_two_workers(
     assert [label for label, *_ in runs] == [f"s{i:02d}" for i in range(16)]
     for (_, _, end, _), (label, start, _, _) in zip(runs, runs[1:], strict=False):
         assert start >= end, f"{label} started before its predecessor ended"
+
+    last_pid = runs[-1][3]
+    served = next(w for w in workers if last_pid in w.pool_pids())
+    other = next(w for w in workers if w is not served)
+    served.stop()
+    more = [enqueue(TraceXCommand(key="serial", label=f"s{i:02d}", sleep=0.02, transactional=False)) for i in range(16, 20)]
+    wait_done(more)
+    runs = spans(read_trace(rclient, "serial"))
+    assert [label for label, *_ in runs] == [f"s{i:02d}" for i in range(20)]
+    assert {pid for *_, pid in runs[16:]} <= set(other.pool_pids()), "the remaining worker should serve the key"
     assert len({pid for *_, pid in runs}) >= 2, "both workers should have served the key"
 
 

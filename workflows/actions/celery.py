@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from coordinators.definitions import DefinitionError
 from kernel import task_registry, user_tasks
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit, properties_text
@@ -42,8 +43,6 @@ def check_definition_tasks(definition: Any, source: str) -> None:
     Called at submission, so a refused task stores nothing; a task name still holding `${...}`
     is resolved later and checked where it runs (`execute`), as every name is again there.
     """
-    from coordinators.definitions import DefinitionError
-
     for node in definition.nodes.values():
         if node.kind != "action" or node.action_type != "celery":
             continue

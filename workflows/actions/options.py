@@ -1,4 +1,4 @@
-"""The settings of workflow actions and `fs:` functions, with their defaults (README, "Configuration")."""
+"""The settings of workflow actions and `fs:` functions, with their defaults (docs/configuration.md)."""
 
 from __future__ import annotations
 
