@@ -10,15 +10,17 @@ from xcommands import heartbeat
 NODE_LEASE = "workflow-node"
 
 
-def _renew(held: dict[Any, int], expires: datetime) -> None:
+def _renew(held: dict[Any, int], expires: datetime) -> list[Any]:
     """Extend the leases this process holds; a node that moved on (killed, relaunched) is left alone."""
     from workflows.choices import NodeStatus
     from workflows.models import WorkflowNode
 
-    for node_id, attempt in held.items():
-        WorkflowNode.objects.filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).update(
+    return [
+        node_id for node_id, attempt in held.items()
+        if WorkflowNode.objects.filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).update(
             lease_expires_at=expires
         )
+    ]
 
 
 def register() -> None:

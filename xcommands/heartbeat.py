@@ -3,6 +3,10 @@
 Commands hold leases (kind "command"); other apps register their own kinds (workflow nodes
 run by the `workflows.run` task). Each kind renews its rows with a conditional UPDATE on
 its fencing token, so a lease lost meanwhile is never extended.
+
+`lost()` tells work running under a lease (a shell command) that it should stop: a renewal
+found the row taken by someone else, or no renewal has been confirmed for a whole lease (a
+database cut off: by now the lease has lapsed and the work may run again elsewhere).
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Hashable, Iterator
+import time
+from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,8 +30,8 @@ from xcommands.sqlite_busy import set_timeout
 
 log = logging.getLogger(__name__)
 
-#: Renew the held (row id -> token) leases of one kind so they expire at the given time.
-Renew = Callable[[dict[Any, int], datetime], None]
+#: Renew the held (row id -> token) leases of one kind so they expire at the given time; the ids renewed.
+Renew = Callable[[dict[Any, int], datetime], Collection[Any]]
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,15 @@ class LeaseKind:
     seconds: Callable[[], float]
 
 
-def _renew_commands(held: dict[Any, int], expires: datetime) -> None:
+def _renew_commands(held: dict[Any, int], expires: datetime) -> list[Any]:
     from xcommands.models import Command
 
-    for command_id, token in held.items():
-        Command.objects.filter(pk=command_id, fencing_token=token, status__in=LEASED_STATUSES).update(
+    return [
+        command_id for command_id, token in held.items()
+        if Command.objects.filter(pk=command_id, fencing_token=token, status__in=LEASED_STATUSES).update(
             lease_expires_at=expires
         )
+    ]
 
 
 _KINDS: dict[str, LeaseKind] = {
@@ -61,6 +68,8 @@ class _Renewer:
 
     def __init__(self) -> None:
         self._held: dict[tuple[str, Hashable], int] = {}
+        #: When each held lease was last known to be ours (monotonic); None: someone else has it.
+        self._confirmed: dict[tuple[str, Hashable], float | None] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -80,12 +89,21 @@ class _Renewer:
             raise KeyError(f"no lease kind {kind!r} is registered")
         with self._lock:
             self._held[(kind, row_id)] = token
+            self._confirmed[(kind, row_id)] = time.monotonic()  # just taken
             self._ensure_thread()
 
     def release(self, kind: str, row_id: Hashable) -> None:
         """Stop renewing this lease."""
         with self._lock:
             self._held.pop((kind, row_id), None)
+            self._confirmed.pop((kind, row_id), None)
+
+    def lost(self) -> bool:
+        """Whether a lease this process holds is lost: taken by another, or unconfirmed for a whole lease."""
+        now = time.monotonic()
+        with self._lock:
+            confirmed = dict(self._confirmed)
+        return any(at is None or now - at >= _KINDS[kind].seconds() for (kind, _), at in confirmed.items())
 
     def _interval(self, kinds: set[str]) -> float:
         return max(0.2, min((_KINDS[kind].seconds() for kind in kinds), default=60.0) / 3)
@@ -108,10 +126,14 @@ class _Renewer:
             if connection.vendor == "sqlite":
                 # Do not wait long behind a writer: the next beat will try again.
                 set_timeout(connection, 1000)
-            now = timezone.now()
+            asked, now = time.monotonic(), timezone.now()
             for kind, rows in by_kind.items():
                 lease = _KINDS[kind]
-                lease.renew(rows, now + timedelta(seconds=lease.seconds()))
+                renewed = set(lease.renew(rows, now + timedelta(seconds=lease.seconds())))
+                with self._lock:
+                    for row_id in rows:
+                        if (kind, row_id) in self._confirmed:
+                            self._confirmed[(kind, row_id)] = asked if row_id in renewed else None
         except DatabaseError as exc:
             # The database may be restarting: drop the broken connection; the next beat reconnects.
             log.warning("lease heartbeat failed (will retry): %s", exc)
@@ -130,6 +152,11 @@ def lease(kind: str, row_id: Hashable, token: int) -> Iterator[None]:
         yield
     finally:
         _renewer.release(kind, row_id)
+
+
+def lost() -> bool:
+    """Whether a lease held by this process is lost (see the module's docstring): stop the work it covers."""
+    return _renewer.lost()
 
 
 def heartbeat(command_id: int, token: int) -> contextlib.AbstractContextManager[None]:

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from typing import Any
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit
 from workflows.actions.options import max_output_data, shell_enabled, shell_timeout_seconds
+from workflows.settings import lease_seconds
+from xcommands import heartbeat
 
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "TZ")  # and LC_*; nothing else of the worker's (no secrets)
 TAIL_CHARS = 2000
@@ -74,6 +77,8 @@ def _tail(path: str) -> str:
 
 #: The guard every command runs under: it kills the command's process group when this process dies.
 GUARD = str(Path(__file__).with_name("shell_guard.py"))
+#: How often a running command's lease is looked at (the heartbeat thread confirms it).
+LEASE_CHECK_SECONDS = 0.5
 
 
 def _runnable(program: str, env: Mapping[str, str]) -> bool:
@@ -81,6 +86,24 @@ def _runnable(program: str, env: Mapping[str, str]) -> bool:
     if os.sep in program:
         return os.path.isfile(program) and os.access(program, os.X_OK)
     return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+
+
+class LeaseLost(Exception):
+    """The lease this process runs the command under is lost (xcommands.heartbeat.lost)."""
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> int:
+    """The command's exit code; TimeoutExpired past `timeout`, LeaseLost as soon as the run's lease is lost."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = LEASE_CHECK_SECONDS if deadline is None else min(LEASE_CHECK_SECONDS, max(0.0, deadline - time.monotonic()))
+        try:
+            return process.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+        if heartbeat.lost():
+            raise LeaseLost
 
 
 def _kill_group(pid: int) -> None:
@@ -123,19 +146,28 @@ def _run(command: list[str], env: dict[str, str], workdir: str, capture: bool) -
         try:
             # Through the guard (shell_guard.py), the command's process group dies with this process.
             process = subprocess.Popen(  # noqa: S603 - runs what the workflow names: the point of the action, gated by a setting
-                [sys.executable, "-I", GUARD, "--", *command], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                [sys.executable, "-I", GUARD, "--stopped-limit", f"{lease_seconds():g}", "--", *command],
+                cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                 stdout=stdout, stderr=stderr, start_new_session=True, close_fds=True,
             )
         except OSError as exc:
             return error(type(exc).__name__, f"shell command [{command[0]}] cannot be run: {exception_text(exc)}")
         external_id = str(process.pid)
         try:
-            returncode = process.wait(timeout=timeout)
+            returncode = _wait(process, timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process.pid)
             process.wait()
             return error(
                 "TIMEOUT", f"shell command [{command[0]}] killed after {timeout:g} seconds (WORKFLOW_SHELL_TIMEOUT_SECONDS)",
+                external_status="KILLED", external_id=external_id,
+            )
+        except LeaseLost:
+            _kill_group(process.pid)
+            process.wait()
+            return error(
+                "LEASE_LOST", f"shell command [{command[0]}] killed: this worker lost the node's lease (the node "
+                "was killed, or the database was out of reach for a whole lease and the node may run elsewhere)",
                 external_status="KILLED", external_id=external_id,
             )
         finally:

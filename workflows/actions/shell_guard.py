@@ -1,13 +1,20 @@
 """Run a shell action's command so that it dies with the worker process that started it.
 
-`python -I shell_guard.py -- <command> <args...>`, started by `workflows.actions.shell` in a
-new session (the guard leads the process group its command and the command's children join).
+`python -I shell_guard.py [--stopped-limit SECONDS] -- <command> <args...>`, started by
+`workflows.actions.shell` in a new session (the guard leads the process group its command and
+the command's children join).
 
 A worker's pool process killed mid-task (SIGKILL, the OOM killer) used to leave its shell
 command running: the node was relaunched after its lease, and two copies of one command ran at
 once. The guard asks the kernel for SIGTERM when its parent (the pool process) dies
 (PR_SET_PDEATHSIG, Linux) and answers it by SIGKILLing its whole process group: the command
 and everything it started. Exit status: the command's (killed by a signal: the same signal).
+
+A pool process that is stopped (SIGSTOP, a frozen host or container) renews nothing: after its
+lease the node runs again elsewhere, while the command, in a session of its own, would go on.
+With `--stopped-limit`, the guard looks at its parent twice a second and kills its group once
+the parent has been stopped that long (the node's lease). Work whose lease was lost while the
+pool process ran (a database cut off) is stopped by the pool process itself (shell.py).
 
 Standard library only, run in isolated mode (-I): it is a file, not an import of the project.
 """
@@ -20,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1
@@ -46,10 +54,48 @@ def _on_parent_death(signum: int, frame: FrameType | None) -> None:
     _kill_group_and_exit()
 
 
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped (state T or t in /proc); False when that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    # pid (comm) state ...: comm may hold spaces and parentheses, the state follows the last ")".
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] in (b"T", b"t")
+
+
+def _wait(child: subprocess.Popen[bytes], parent: int, stopped_limit: float) -> int:
+    """The child's exit code; the group is killed once the parent has been stopped for `stopped_limit`."""
+    if stopped_limit <= 0:
+        return child.wait()
+    stopped_since: float | None = None
+    while True:
+        try:
+            return child.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        if not _stopped(parent):
+            stopped_since = None
+        elif stopped_since is None:
+            stopped_since = time.monotonic()
+        elif time.monotonic() - stopped_since >= stopped_limit:
+            sys.stderr.write(f"shell_guard: the worker process {parent} has been stopped for {stopped_limit:g} s "
+                             "(its lease has lapsed): killing the command\n")
+            _kill_group_and_exit()
+
+
 def main(argv: list[str]) -> int:
     """Run argv (after `--`) in this process group; its exit status, or re-raise the signal that killed it."""
-    if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: shell_guard.py -- <command> [args...]\n")
+    stopped_limit = 0.0
+    if len(argv) >= 3 and argv[1] == "--stopped-limit":
+        try:
+            stopped_limit = float(argv[2])
+        except ValueError:
+            stopped_limit = -1.0
+        argv = [argv[0], *argv[3:]]
+    if len(argv) < 3 or argv[1] != "--" or stopped_limit < 0:
+        sys.stderr.write("usage: shell_guard.py [--stopped-limit SECONDS] -- <command> [args...]\n")
         return 2
     parent = os.getppid()
     signal.signal(signal.SIGTERM, _on_parent_death)
@@ -59,7 +105,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         sys.stderr.write(f"cannot be run: {exc.__class__.__name__}: {exc}\n")
         return CANNOT_RUN
-    code = child.wait()
+    code = _wait(child, parent, stopped_limit)
     if code < 0:  # killed by a signal: end the same way, so the worker sees which
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)

@@ -220,3 +220,34 @@ def test_a_shell_command_dies_with_the_worker_process_that_ran_it(tmp_path: Path
     finally:
         if pool.poll() is None:
             pool.kill()
+
+
+def test_a_shell_command_dies_when_its_worker_process_is_stopped_past_the_lease(tmp_path: Path) -> None:
+    """Issue 24, item 7: SIGSTOP the process running a shell action (a frozen host): once it has been stopped for
+    the node's lease, after which the node may run elsewhere, the command and its children are killed."""
+    import signal
+    import subprocess
+    import sys
+
+    pidfile = tmp_path / "pids"
+    script = f"sleep 300 & echo $$ $! > {pidfile}; sleep 300"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "WORKFLOW_SHELL_ENABLED": "true",
+           "WORKFLOW_LEASE_SECONDS": "2"}
+    pool = subprocess.Popen([sys.executable, "-c", POOL_PROCESS, script, str(tmp_path)],  # noqa: S603
+                            cwd=Path(__file__).resolve().parents[3], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and len(pidfile.read_text().split()) == 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shell, background = (int(pid) for pid in pidfile.read_text().split())
+        time.sleep(3)  # running longer than the lease is fine while the worker process runs
+        os.kill(shell, 0)
+        os.kill(pool.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        _assert_dead(shell)
+        _assert_dead(background)
+        assert 2 <= time.monotonic() - stopped < 6
+    finally:
+        pool.send_signal(signal.SIGCONT)
+        pool.kill()
+        pool.wait(10)
