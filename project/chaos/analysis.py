@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -161,3 +162,37 @@ def analyse_keyed(keys: list[str], per_key: int) -> Counts:
                 counts.overlapping_beyond_concurrency += 1
                 counts.note(f"overlap: key {key} job {n} started before its predecessor ended")
     return counts
+
+
+def lost_attempts(job_ids: list[str]) -> list[dict[str, Any]]:
+    """Every attempt of the run's actions declared lost: whose worker, from when, until when, relaunched when.
+
+    Times are epoch seconds. `relaunched`: the start of the next attempt's probe (None when it
+    never ran to its end).
+    """
+    from coordinators.models import CoordinatorAction
+    from workflows.models import WorkflowNode
+
+    probes = _probes("action")
+    action_of = dict(CoordinatorAction.objects.filter(job_id__in=job_ids).values_list("external_id", "id"))
+    out = []
+    for node in WorkflowNode.objects.filter(workflow__coord_action__job_id__in=job_ids).only("id", "workflow_id", "history"):
+        for entry in node.history:
+            if entry.get("outcome") != "LOST":
+                continue
+            attempt = int(entry.get("attempt") or 0)
+            later = [start for n, start, _ in probes.get(node.id, []) if n > attempt]
+            out.append({
+                "action": action_of.get(node.workflow_id, ""),
+                "node": node.id,
+                "attempt": attempt,
+                "worker": entry.get("worker") or "",
+                "started": _epoch(entry.get("started")) or _epoch(entry.get("ended")),
+                "lost_at": _epoch(entry.get("ended")),
+                "relaunched": min(later) if later else None,
+            })
+    return out
+
+
+def _epoch(stamp: str | None) -> float:
+    return datetime.fromisoformat(stamp).timestamp() if stamp else 0.0

@@ -1,6 +1,7 @@
 """The processes a chaos run starts and breaks: a PostgreSQL cluster, a Redis server, Celery workers and beat.
 
-All listen on loopback only, keep their files in the run's directory, and are stopped by
+All listen on loopback only (and, in the multi-host drill, on the root ends of its own links:
+project/chaos/hosts.py), keep their files in the run's directory, and are stopped by
 `stop()` whatever state the faults left them in.
 """
 
@@ -65,6 +66,9 @@ class PostgresCluster:
     directory: Path
     port: int
     bindir: Path = field(default_factory=postgres_bin)
+    #: Addresses it answers on besides loopback (the multi-host drill's links), and the network they are in.
+    listen: tuple[str, ...] = ()
+    network: str = ""
 
     @property
     def data(self) -> Path:
@@ -90,11 +94,15 @@ class PostgresCluster:
             [*_run_as(), str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
             capture_output=True, text=True, check=True, timeout=120,
         )
+        if self.network:
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {self.network} trust\n")
 
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
+        addresses = ",".join(("127.0.0.1", *self.listen))
         options = (
-            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c max_connections=200 "
+            f"-p {self.port} -k {self.directory} -c listen_addresses={addresses} -c max_connections=200 "
             "-c fsync=off -c full_page_writes=off"
         )
         self._ctl("-l", str(self.directory / "server.log"), "-w", "-o", options, "start")
@@ -124,6 +132,8 @@ class RedisProcess:
     directory: Path
     port: int
     process: subprocess.Popen[bytes] | None = None
+    #: Addresses it answers on besides loopback (the multi-host drill's links).
+    listen: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -133,7 +143,8 @@ class RedisProcess:
         """Start redis-server and wait for PING."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(  # noqa: S603
-            [find_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+            [find_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1", *self.listen,
+             *(("--protected-mode", "no") if self.listen else ()), "--dir", str(self.directory),
              "--save", "", "--appendonly", "no", "--daemonize", "no",
              "--logfile", str(self.directory / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,  # noqa: PLW1509

@@ -55,3 +55,10 @@ def probe(configuration: dict[str, Any], nominal_time: str = "") -> str:
             [kind, ident, attempt, socket.gethostname(), os.getpid(), started, time.time()],
         )
     return ident
+
+
+def probe_pids(ident_prefix: str) -> list[int]:
+    """The pids of the processes that ran probes whose ident starts with `ident_prefix`."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT pid FROM {TABLE} WHERE ident LIKE %s", [ident_prefix + "%"])  # noqa: S608
+        return [int(pid) for (pid,) in cursor.fetchall()]
