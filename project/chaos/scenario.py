@@ -672,8 +672,9 @@ def explain(reruns: list[dict[str, Any]], faults: list[dict[str, Any]]) -> list[
 
     A fault explains a re-run when it hit the lost attempt's worker ("*": every worker) between
     the attempt's start and the moment it was declared lost. `recovery_s`: from the start of that
-    fault (the kill, the pause, the cut) to the start of the attempt that ran again (None when
-    nothing ran again): seconds for a dead pool process, the lease and a sweep for a lost host.
+    fault (the kill, the pause, the cut) to the moment the attempt was given up and the next one
+    launched: about a second for a dead pool process, the lease and a sweep for a lost worker.
+    `ran_again_s`: to the start of the next attempt's task (later when every slot is busy).
     """
     out = []
     for rerun in reruns:
@@ -685,13 +686,14 @@ def explain(reruns: list[dict[str, Any]], faults: list[dict[str, Any]]) -> list[
         out.append({
             **{name: rerun[name] for name in ("action", "node", "attempt", "worker")},
             "explained_by": f"{cause['fault']} at +{cause['at_s']} s" if cause else None,
-            "recovery_s": round(relaunched - cause["from"], 1) if cause and relaunched else None,
+            "recovery_s": round(rerun["lost_at"] - cause["from"], 1) if cause else None,
+            "ran_again_s": round(relaunched - cause["from"], 1) if cause and relaunched else None,
         })
     return out
 
 
 def recovery_times(faults: list[dict[str, Any]], reruns: list[dict[str, Any]]) -> dict[str, float]:
-    """For each fault that caused re-runs, the longest time from its start to a relaunched attempt's start."""
+    """For each fault that caused re-runs, the longest time from its start to a relaunch."""
     times: dict[str, float] = {}
     for fault in faults:
         label = f"{fault['fault']} at +{fault['at_s']} s"

@@ -3,7 +3,9 @@
 `manage.py chaos --quick` SIGKILLs a pool process running an action and a whole worker,
 SIGSTOPs a worker past its lease, flushes Redis, restarts Redis empty and crash-restarts
 PostgreSQL, then counts what went wrong (ADR 0008). Nothing may be lost, stuck, wrongly
-failed, out of order or overlapping, and everything settles within lease + sweep + 30 s.
+failed, out of order or overlapping, every re-run is explained by a fault, everything settles
+within lease + sweep + 30 s, the workers take work with every process afterwards, and a quiet
+system with suspended jobs creates no more commands than one with none.
 """
 
 from __future__ import annotations
@@ -57,6 +59,19 @@ def test_nothing_is_lost_stuck_or_wrongly_failed_when_processes_die() -> None:
         assert harm == dict.fromkeys(harm, 0), (what, counts["examples"])
         assert counts["succeeded"] == counts["total"] > 0
     assert report["processes_exited_unexpectedly"] == []
+    # Every re-run is explained by a fault that hit its worker; recovery takes seconds when only a
+    # pool process died, the lease when the whole worker was gone (ADR 0008).
+    assert report["reruns"] and report["reruns_unexplained"] == 0, report["reruns"]
+    recovery = {label.split(" at ")[0]: seconds for label, seconds in report["recovery_s"].items()}
+    assert recovery["kill-process"] <= 5, report["reruns"]
+    # (renewed every third of the lease, so it lapses between 2/3 of a lease and a lease after the kill)
+    lease, sweep = report["lease_s"], report["sweep_s"]
+    assert lease * 2 / 3 <= recovery["kill-worker"] <= lease + sweep + 5, report["reruns"]
+    # Afterwards every pool process of both workers takes work, and a quiet system stays quiet
+    # with suspended and killed jobs waiting for data.
+    assert [w["took_work"] for w in report["worker_capacity"]] == [3, 3], report["worker_capacity"]
+    quiet = report["quiet"]
+    assert quiet["with_suspended_commands"] <= quiet["idle_commands"] + 2, quiet
     # The web server answered through it all (503 while a dependency was down, never a 500) and recovered.
     assert report["web"]["server_errors"] == 0 and report["web"]["recovered"], report["web"]
     assert report["web"]["statuses"].get("200", 0) > 0

@@ -155,6 +155,7 @@ def test_cut_hosts_lose_nothing_and_every_rerun_is_explained_by_a_cut() -> None:
     assert [(w["worker"], w["alive"], w["took_work"]) for w in report["worker_capacity"]] == [
         ("chaos-h1", True, 3), ("chaos-h2", True, 3)]
     assert report["workers_dead_or_degraded"] == []
+    assert report["quiet"]["with_suspended_commands"] <= report["quiet"]["idle_commands"] + 2, report["quiet"]
     assert report["web"]["server_errors"] == 0 and report["web"]["recovered"], report["web"]
     assert report["ok"] and done.returncode == 0, done.stderr[-4000:]
     assert "worker hosts removed" in done.stderr

@@ -172,7 +172,7 @@ class Command(BaseCommand):
             if rerun["explained_by"] is None:
                 self.stdout.write(f"  - unexplained: {rerun['action']} attempt {rerun['attempt']} on {rerun['worker']}")
         for fault, seconds in result["recovery_s"].items():
-            self.stdout.write(f"recovery after {fault}: {seconds} s from the fault to the relaunched attempt")
+            self.stdout.write(f"recovery after {fault}: {seconds} s from the fault until its work was relaunched")
         capacity = ", ".join(f"{w['worker']} {w['took_work']}/{w['processes']}" for w in result["worker_capacity"])
         self.stdout.write(f"workers taking work afterwards (processes): {capacity or 'not checked'}; "
                           f"dead or degraded: {', '.join(result['workers_dead_or_degraded']) or 'none'}")
