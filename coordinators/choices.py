@@ -36,6 +36,7 @@ class ActionStatus(models.TextChoices):
     READY = "READY"
     SUBMITTED = "SUBMITTED"
     RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
     SUCCEEDED = "SUCCEEDED"
     KILLED = "KILLED"
     FAILED = "FAILED"
@@ -54,7 +55,7 @@ JOB_MATERIALIZING = frozenset({J.RUNNING, J.RUNNINGWITHERROR})  # only these cre
 JOB_CHECKING_INPUTS = JOB_MATERIALIZING | JOB_PAUSED
 
 ACTION_TERMINAL = frozenset({A.SUCCEEDED, A.KILLED, A.FAILED, A.TIMEDOUT, A.SKIPPED, A.IGNORED})
-ACTION_ACTIVE = frozenset({A.SUBMITTED, A.RUNNING})  # count against concurrency
+ACTION_ACTIVE = frozenset({A.SUBMITTED, A.RUNNING, A.SUSPENDED})  # count against concurrency
 ACTION_PENDING = frozenset({A.WAITING, A.READY})
 ACTION_RERUNNABLE = frozenset({A.TIMEDOUT, A.SUCCEEDED, A.KILLED, A.FAILED, A.IGNORED})  # DG_CommandLineTool -rerun
 ACTION_IGNORABLE = frozenset({A.FAILED, A.KILLED, A.TIMEDOUT})  # CoordActionsIgnoreXCommand
@@ -86,8 +87,10 @@ ACTION_TRANSITIONS: dict[str, frozenset[str]] = {
     # The table of spec 6.1.3.2, verbatim ...
     A.WAITING: frozenset({A.READY, A.TIMEDOUT, A.SKIPPED, A.KILLED, A.FAILED}),
     A.READY: frozenset({A.SUBMITTED, A.SKIPPED, A.KILLED}),
-    A.SUBMITTED: frozenset({A.RUNNING, A.KILLED, A.FAILED}),
-    A.RUNNING: frozenset({A.SUCCEEDED, A.KILLED, A.FAILED}),
+    A.SUBMITTED: frozenset({A.RUNNING, A.KILLED, A.FAILED, A.SUSPENDED}),
+    A.RUNNING: frozenset({A.SUCCEEDED, A.KILLED, A.FAILED, A.SUSPENDED}),
+    # ... plus SUSPENDED while its workflow is (Oozie's CoordActionStatus; its run's end waits for resume).
+    A.SUSPENDED: frozenset({A.RUNNING, A.KILLED, A.FAILED, A.SUCCEEDED}),
     A.FAILED: frozenset({A.IGNORED, A.WAITING}),
     A.KILLED: frozenset({A.IGNORED, A.WAITING}),
     A.TIMEDOUT: frozenset({A.IGNORED, A.WAITING}),

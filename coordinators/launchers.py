@@ -128,6 +128,34 @@ def _started(workflow: WorkflowJob, node: WorkflowNode) -> None:
                            [(ActionStatus.SUBMITTED, ActionStatus.RUNNING, now, "its run started")])
 
 
+def _suspended_or_resumed(workflow: WorkflowJob, suspended: bool) -> None:
+    """The action's run was suspended (SUBMITTED/RUNNING -> SUSPENDED) or resumed (SUSPENDED -> RUNNING), as Oozie shows it.
+
+    A compare-and-set, as for the start: the action must still wait for this run. It runs in the
+    verb's transaction, under the coordinator job's key, so the job's own commands never overlap it.
+    """
+    if workflow.coord_action_id is None:
+        return
+    from coordinators.history import acting_as
+    from coordinators.models import StatusChange, record_changes
+
+    now = timezone.now()
+    sources = (ActionStatus.SUBMITTED, ActionStatus.RUNNING) if suspended else (ActionStatus.SUSPENDED,)
+    target = ActionStatus.SUSPENDED if suspended else ActionStatus.RUNNING
+    before = CoordinatorAction.objects.filter(
+        pk=workflow.coord_action_id, status__in=sources, external_id=workflow.id
+    ).values_list("status", flat=True).first()
+    if before is None:
+        return
+    moved = CoordinatorAction.objects.filter(
+        pk=workflow.coord_action_id, status=before, external_id=workflow.id
+    ).update(status=target, last_modified=now)
+    if moved:
+        with acting_as(f"workflow {workflow.id}"):
+            record_changes(StatusChange.Kind.ACTION, workflow.coord_action_id, workflow.coord_action_id.split("@")[0],
+                           [(before, target, now, f"its run was {'suspended' if suspended else 'resumed'}")])
+
+
 def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:
     """The action's run ended: settle the action in the same transaction, or report it through a command on the job's key.
 
@@ -206,4 +234,5 @@ def register() -> None:
 
     parents.on_started(_started)
     parents.on_ended(_ended)
+    parents.on_suspended_or_resumed(_suspended_or_resumed)
     batch_launch.register()

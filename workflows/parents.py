@@ -16,6 +16,7 @@ Hook = Callable[[WorkflowJob, WorkflowNode], None]
 
 _started: list[Hook] = []
 _ended: list[Hook] = []
+_held: list[Callable[[WorkflowJob, bool], None]] = []
 
 
 def on_started(hook: Hook) -> None:
@@ -28,6 +29,18 @@ def on_ended(hook: Hook) -> None:
     """Call hook(workflow, node) in the transaction that records a workflow's end."""
     if hook not in _ended:
         _ended.append(hook)
+
+
+def on_suspended_or_resumed(hook: Callable[[WorkflowJob, bool], None]) -> None:
+    """Call hook(workflow, suspended) in the transaction that suspends (True) or resumes (False) a workflow."""
+    if hook not in _held:
+        _held.append(hook)
+
+
+def suspended_or_resumed(workflow: WorkflowJob, suspended: bool) -> None:
+    """Tell every registered parent hook that the workflow was suspended or resumed."""
+    for hook in _held:
+        hook(workflow, suspended)
 
 
 def started(workflow: WorkflowJob, node: WorkflowNode) -> None:

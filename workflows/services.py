@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from workflows import notifications
+from workflows import notifications, parents
 from workflows.actions.celery import check_definition_tasks
 from workflows.choices import (
     NODE_LIVE,
@@ -151,6 +151,7 @@ def suspend_workflow(workflow_id: str, now: datetime) -> bool:
     workflow.last_modified = now
     workflow.save(update_fields=["status", "last_modified"])
     notifications.job_changed(workflow)
+    parents.suspended_or_resumed(workflow, True)
     return True
 
 
@@ -167,6 +168,7 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     workflow.last_modified = now
     workflow.save(update_fields=["status", "last_modified"])
     notifications.job_changed(workflow)
+    parents.suspended_or_resumed(workflow, False)
     if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
         from workflows.engine import resumed
 

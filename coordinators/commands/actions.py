@@ -371,9 +371,9 @@ class CoordActionReadyXCommand(JobCommand):
 
 REPORT_ALLOWED_FROM: dict[str, tuple[str, ...]] = {
     ActionStatus.RUNNING: (ActionStatus.SUBMITTED,),
-    ActionStatus.SUCCEEDED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
-    ActionStatus.FAILED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
-    ActionStatus.KILLED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING),
+    ActionStatus.SUCCEEDED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING, ActionStatus.SUSPENDED),
+    ActionStatus.FAILED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING, ActionStatus.SUSPENDED),
+    ActionStatus.KILLED: (ActionStatus.SUBMITTED, ActionStatus.RUNNING, ActionStatus.SUSPENDED),
 }
 
 
