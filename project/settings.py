@@ -7,6 +7,7 @@ ALLOWED_HOSTS, and the SECURE_* values below (see docs/deployment.md).
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import django_stubs_ext
@@ -55,6 +56,10 @@ INSTALLED_APPS = [
     "batches",
     "statusservice",
 ]
+# Benchmarks and failure drills (manage.py bench, manage.py chaos) live beside the product, in
+# a checkout only: named here, never imported by the product (tooling/__init__.py).
+if importlib.util.find_spec("tooling") is not None:
+    INSTALLED_APPS.append("tooling")
 
 MIDDLEWARE = [
     # First: NUL, lone surrogates and non-UTF-8 bytes in the URL or headers get a 400 before anything reads them.

@@ -15,7 +15,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 
-from batches.benchmarks import count_inversions, run_batch_bench, split
 from batches.models import (
     Batch,
     BatchJob,
@@ -28,6 +27,7 @@ from batches.models import (
 )
 from operations.models import Operation, OperationTarget
 from tests.support.processes import ROOT
+from tooling.benchmarks.batch import count_inversions, run_batch_bench, split
 from xcommands.models import Command, CommandKey
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

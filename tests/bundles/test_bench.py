@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from bundles.benchmarks import run_bundle_bench
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorJob
 from tests.support.processes import ROOT
+from tooling.benchmarks.bundle import run_bundle_bench
 from xcommands.models import Command, CommandKey
 
 pytestmark = pytest.mark.integration

@@ -14,10 +14,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 
-from coordinators.bench_actions import run_actions_bench
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from datasets.models import AvailableInstance
 from tests.support.processes import ROOT
+from tooling.benchmarks.actions import run_actions_bench
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.models import Command, CommandKey
 

@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from operations import benchmarks
 from operations.models import Operation
+from tooling.benchmarks import operation as benchmarks
 from xcommands.models import Command
 
 

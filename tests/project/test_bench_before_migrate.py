@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from project.management.commands.bench import BENCHMARKS, NO_DATABASE
+from tooling.management.commands.bench import BENCHMARKS, NO_DATABASE
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,8 +18,8 @@ import sys
 
 import pytest
 
-from project.chaos.infra import ChaosSetupError, postgres_bin
 from tests.support.processes import ROOT
+from tooling.chaos.infra import ChaosSetupError, postgres_bin
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,9 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import CommandError, call_command
 
-from project.chaos.hosts import Network, unavailable_reason
 from tests.project.test_chaos import _skip_reason
 from tests.support.processes import ROOT
+from tooling.chaos.hosts import Network, unavailable_reason
 
 pytestmark = pytest.mark.integration
 

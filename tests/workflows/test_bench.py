@@ -14,7 +14,7 @@ import pytest
 from django.test import override_settings
 
 from tests.support.processes import ROOT
-from workflows.benchmarks import WorkflowBench, workflow_xml
+from tooling.benchmarks.workflow import WorkflowBench, workflow_xml
 from workflows.models import WorkflowJob, WorkflowNode
 
 pytestmark = pytest.mark.integration

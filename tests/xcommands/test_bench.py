@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from django.test import override_settings
 
-from xcommands.benchmarks import run_keyed_queue_bench
+from tooling.benchmarks.keyed_queue import run_keyed_queue_bench
 from xcommands.models import Command, CommandKey
 
 pytestmark = pytest.mark.integration

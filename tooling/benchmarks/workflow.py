@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.utils import OperationalError, ProgrammingError
 from django.utils import timezone
 
-from xcommands import benchmarks as keyed_bench
+from tooling.benchmarks import keyed_queue as keyed_bench
 
 
 def workflow_xml(width: int) -> str:
@@ -55,7 +55,7 @@ class WorkflowBench(keyed_bench.Bench):
     def __init__(self, jobs: int, width: int, workers: int, log: Callable[[str], None]) -> None:
         super().__init__(jobs * width, min(jobs * width, 100), workers, log)
         self.jobs, self.width = jobs, width
-        self.task_modules = ["xcommands.benchmarks", "examples.tasks"]
+        self.task_modules = ["tooling.benchmarks.keyed_queue", "examples.tasks"]
         self.queues = "commands,actions,default"  # celery actions go to their task's queue (examples.*: actions)
 
     def _prepared(self) -> Any:

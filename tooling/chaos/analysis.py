@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import connection
 
-from project.chaos.probe import TABLE
+from tooling.chaos.probe import TABLE
 
 
 @dataclass

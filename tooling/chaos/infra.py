@@ -1,7 +1,7 @@
 """The processes a chaos run starts and breaks: a PostgreSQL cluster, a Redis server, Celery workers and beat.
 
 All listen on loopback only (and, in the multi-host drill, on the root ends of its own links:
-project/chaos/hosts.py), keep their files in the run's directory, and are stopped by
+tooling/chaos/hosts.py), keep their files in the run's directory, and are stopped by
 `stop()` whatever state the faults left them in.
 """
 

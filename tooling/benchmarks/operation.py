@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.utils import OperationalError, ProgrammingError
 
 from operations.registry import OperationType
-from xcommands import benchmarks as keyed_bench
+from tooling.benchmarks import keyed_queue as keyed_bench
 
 
 class BenchNoop(OperationType):
@@ -48,7 +48,7 @@ class OperationBench(keyed_bench.Bench):
 
     def __init__(self, jobs: int, keys: int, workers: int, log: Callable[[str], None]) -> None:
         super().__init__(jobs, keys, workers, log)
-        self.task_modules = ["xcommands.benchmarks", "operations.benchmarks"]
+        self.task_modules = ["tooling.benchmarks.keyed_queue", "tooling.benchmarks.operation"]
 
     def _operation_round(self, client: redis.Redis, round_no: int) -> tuple[float, float]:
         """One operation of `commands` jobs over `keys` keys: jobs/s, and seconds from the last job's end to completion."""

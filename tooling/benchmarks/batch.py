@@ -60,9 +60,9 @@ from batches.models import (
     Slot,
 )
 from batches.services import submit_batch
-from coordinators.bench_runtime import bench_user, percentile
 from operations.models import Operation, OperationTarget
-from xcommands import benchmarks as keyed_bench
+from tooling.benchmarks import keyed_queue as keyed_bench
+from tooling.benchmarks.runtime import bench_user, percentile
 from xcommands.models import Command, CommandKey
 
 Log = Callable[[str], None]
@@ -114,7 +114,7 @@ class BatchBench(keyed_bench.Bench):
 
     def __init__(self, objects: int, workers: int, log: Log) -> None:
         super().__init__(objects, min(100, objects), workers, log)
-        self.task_modules = ["xcommands.benchmarks", "examples.tasks"]
+        self.task_modules = ["tooling.benchmarks.keyed_queue", "examples.tasks"]
         self.name = f"bench-batch-{self.run}"
         self.prefix = f"ark:/99999/bench{self.run}-"
 

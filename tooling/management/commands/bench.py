@@ -9,11 +9,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
 
-from xcommands.benchmarks import bench_allowed_tasks
+from tooling.benchmarks.keyed_queue import bench_allowed_tasks
 
 
 def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from xcommands.benchmarks import run_keyed_queue_bench
+    from tooling.benchmarks.keyed_queue import run_keyed_queue_bench
 
     return run_keyed_queue_bench(
         options["commands"], options["keys"] or 50, options["workers"], log, samples=options["samples"]
@@ -21,31 +21,31 @@ def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[st
 
 
 def _operation(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from operations.benchmarks import run_operation_bench
+    from tooling.benchmarks.operation import run_operation_bench
 
     return run_operation_bench(options["jobs"] or 5000, options["keys"] or 100, options["workers"], log)
 
 
 def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from coordinators.benchmarks import run_materialize_plan_bench
+    from tooling.benchmarks.materialize_plan import run_materialize_plan_bench
 
     return run_materialize_plan_bench(options["actions"] or 100_000, log)
 
 
 def _materialize(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from coordinators.bench_runtime import run_materialize_bench
+    from tooling.benchmarks.runtime import run_materialize_bench
 
     return run_materialize_bench(options["actions"] or 100_000, log)
 
 
 def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from coordinators.bench_runtime import run_trigger_latency_bench
+    from tooling.benchmarks.runtime import run_trigger_latency_bench
 
     return run_trigger_latency_bench(options["jobs"] or 500, options["minutes"], options["workers"], log)
 
 
 def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from bundles.benchmarks import BenchmarkUnavailable, run_bundle_bench
+    from tooling.benchmarks.bundle import BenchmarkUnavailable, run_bundle_bench
 
     try:
         return run_bundle_bench(options["coordinators"], options["workers"], log)
@@ -54,25 +54,25 @@ def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, An
 
 
 def _batch(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from batches.benchmarks import run_batch_bench
+    from tooling.benchmarks.batch import run_batch_bench
 
     return run_batch_bench(options["objects"], options["workers"], log)
 
 
 def _workflow(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from workflows.benchmarks import run_workflow_bench
+    from tooling.benchmarks.workflow import run_workflow_bench
 
     return run_workflow_bench(options["jobs"] or 200, options["width"], options["workers"], log)
 
 
 def _actions(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from coordinators.bench_actions import run_actions_bench
+    from tooling.benchmarks.actions import run_actions_bench
 
     return run_actions_bench(options["jobs"] or 100, options["actions"] or 100, options["workers"], log)
 
 
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from coordinators.api.benchmarks import run_api_pages_bench
+    from tooling.benchmarks.api_pages import run_api_pages_bench
 
     return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"], log)
 

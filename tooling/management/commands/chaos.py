@@ -5,7 +5,7 @@ PostgreSQL cluster and Redis (created in a temporary directory, loopback only), 
 and removes everything afterwards, even if the child dies.
 
 `--hosts 2` is the multi-host drill: each worker runs on a "host" of its own, a network
-namespace joined to this one by its own links to PostgreSQL and to Redis (project/chaos/hosts.py),
+namespace joined to this one by its own links to PostgreSQL and to Redis (tooling/chaos/hosts.py),
 and the faults are cuts of those links past the lease. The namespaces are made before the
 child starts and removed after it ends, whatever happened.
 """
@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from project.chaos.hosts import Network, unavailable_reason
+from tooling.chaos.hosts import Network, unavailable_reason
 
 SIZES = ("jobs", "actions", "keys", "per_key", "workers", "worker_concurrency", "lease", "seed", "idle_in_transaction")
 
@@ -77,7 +77,7 @@ class Command(BaseCommand):
             self._outer(options)
 
     def _plan(self, options: dict[str, Any]) -> Any:
-        from project.chaos.scenario import Plan
+        from tooling.chaos.scenario import Plan
 
         overrides = {name: options[name] for name in SIZES if options.get(name) is not None}
         if options["hosts"]:
@@ -87,7 +87,7 @@ class Command(BaseCommand):
         return Plan.quick(**overrides) if options["quick"] else Plan(**overrides)
 
     def _outer(self, options: dict[str, Any]) -> None:
-        from project.chaos.infra import ChaosSetupError, postgres_bin
+        from tooling.chaos.infra import ChaosSetupError, postgres_bin
 
         try:
             bindir = postgres_bin()
@@ -114,9 +114,9 @@ class Command(BaseCommand):
                 self._log("worker hosts removed")
 
     def _run_outer(self, options: dict[str, Any], plan: Any, bindir: Path, network: Network | None) -> None:
-        from project.chaos.infra import PostgresCluster
-        from project.chaos.scenario import DATABASE, child_environment
         from project.launcher import free_port
+        from tooling.chaos.infra import PostgresCluster
+        from tooling.chaos.scenario import DATABASE, child_environment
 
         workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
         workdir.chmod(0o755)  # PostgreSQL may run as another user (as root: postgres)
@@ -192,7 +192,7 @@ class Command(BaseCommand):
         self.stdout.write("OK" if result["ok"] else f"MISSED: {', '.join(result['targets_missed'])}")
 
     def _inner(self, options: dict[str, Any]) -> None:
-        from project.chaos.scenario import run_chaos
+        from tooling.chaos.scenario import run_chaos
 
         plan = self._plan(options)
         network = Network(tag=options["net_tag"], hosts=plan.hosts) if plan.hosts else None

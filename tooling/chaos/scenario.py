@@ -25,11 +25,11 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from project.chaos.analysis import Counts, analyse_actions, analyse_keyed, lost_attempts
-from project.chaos.hosts import Network
-from project.chaos.infra import PostgresCluster, RedisProcess, ServiceProcess, celery
-from project.chaos.probe import create_table, probe_pids
 from project.launcher import free_port, port_is_free, wait_for
+from tooling.chaos.analysis import Counts, analyse_actions, analyse_keyed, lost_attempts
+from tooling.chaos.hosts import Network
+from tooling.chaos.infra import PostgresCluster, RedisProcess, ServiceProcess, celery
+from tooling.chaos.probe import create_table, probe_pids
 
 Log = Callable[[str], None]
 T = TypeVar("T")
@@ -73,7 +73,7 @@ class Plan:
     seed: int = 7
     #: Each of the two windows of the quiet phase (commands alone, then with suspended jobs).
     quiet_seconds: float = 60.0
-    #: Worker hosts in network namespaces (project/chaos/hosts.py); 0: every worker on this host.
+    #: Worker hosts in network namespaces (tooling/chaos/hosts.py); 0: every worker on this host.
     hosts: int = 0
     #: DB_IDLE_IN_TRANSACTION_SECONDS of the run (0: twice the lease, the default).
     idle_in_transaction: int = 0
@@ -153,7 +153,7 @@ def child_environment(plan: Plan, database_url: str, redis_url: str) -> dict[str
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "PYTHONUNBUFFERED": "1",
-        "EXTRA_TASK_MODULES": "examples.tasks,project.chaos.probe",
+        "EXTRA_TASK_MODULES": "examples.tasks,tooling.chaos.probe",
         "ALLOWED_TASKS": "actions.*,examples.*,chaos.*",
         "COMMAND_LEASE_SECONDS": str(plan.lease),
         "DB_IDLE_IN_TRANSACTION_SECONDS": str(plan.idle_seconds),

@@ -24,7 +24,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
-from project.chaos.infra import ChaosSetupError
+from tooling.chaos.infra import ChaosSetupError
 
 LINKS = ("postgres", "redis")
 CUTS = {"host": LINKS, "postgres": ("postgres",), "redis": ("redis",)}

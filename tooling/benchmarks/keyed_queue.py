@@ -127,7 +127,7 @@ class Bench:
         self.redis_url = ""
         self.rounds = 3
         self.hostname = ""
-        self.task_modules: list[str] = ["xcommands.benchmarks"]
+        self.task_modules: list[str] = ["tooling.benchmarks.keyed_queue"]
         self.queues = "commands,default"
 
     def _start_redis(self) -> str:

@@ -29,7 +29,7 @@ from django.utils import timezone
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline import format_datetime
 from project.launcher import find_redis_server, free_port, redis_answers, wait_for
-from xcommands.benchmarks import bench_env
+from tooling.benchmarks.keyed_queue import bench_env
 
 Log = Callable[[str], None]
 

@@ -33,7 +33,7 @@ from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
-from xcommands.benchmarks import bench_env
+from tooling.benchmarks.keyed_queue import bench_env
 
 Log = Callable[[str], None]
 
@@ -88,7 +88,7 @@ def run_bundle_bench(coordinators: int, workers: int, log: Log, *, lead: float =
     """Kick off a bundle of `coordinators` coordinators, then kill it; seconds to all RUNNING and to all KILLED."""
     from bundles import services
     from bundles.commands import BundleKillXCommand
-    from coordinators.bench_runtime import bench_user, private_redis
+    from tooling.benchmarks.runtime import bench_user, private_redis
     from xcommands.queue import enqueue
 
     check_database()
@@ -241,7 +241,7 @@ def stop_processes(procs: Iterable[subprocess.Popen[bytes]]) -> None:
 
 def delete_bundle(bundle_id: str, prefix: str) -> None:
     """The bundle, its actions and commands, its coordinators (theirs too)."""
-    from coordinators.bench_runtime import delete_jobs
+    from tooling.benchmarks.runtime import delete_jobs
     from xcommands.models import Command, CommandKey
 
     BundleJob.objects.filter(pk=bundle_id).delete()
@@ -252,7 +252,7 @@ def delete_bundle(bundle_id: str, prefix: str) -> None:
 
 def command_stages(keys: list[str], since: datetime, until: datetime) -> dict[str, dict[str, float]]:
     """Per command class enqueued in [since, until] on these keys: how many, p50/p99 seconds waiting and running."""
-    from coordinators.bench_runtime import percentile
+    from tooling.benchmarks.runtime import percentile
     from xcommands.models import Command
 
     timings: dict[str, tuple[list[float], list[float]]] = {}

@@ -40,11 +40,11 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count
 from django.utils import timezone
 
-from coordinators.bench_runtime import bench_user, delete_jobs, percentile
 from coordinators.choices import ACTION_TERMINAL, JOB_TERMINAL, ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from datasets.timeline import format_datetime
-from xcommands import benchmarks as keyed_bench
+from tooling.benchmarks import keyed_queue as keyed_bench
+from tooling.benchmarks.runtime import bench_user, delete_jobs, percentile
 
 Log = Callable[[str], None]
 
@@ -101,7 +101,7 @@ class ActionsBench(keyed_bench.Bench):
     def __init__(self, jobs: int, actions: int, workers: int, log: Log) -> None:
         super().__init__(jobs * actions, min(100, jobs * actions), workers, log)
         self.jobs, self.actions = jobs, actions
-        self.task_modules = ["xcommands.benchmarks", "examples.tasks"]
+        self.task_modules = ["tooling.benchmarks.keyed_queue", "examples.tasks"]
         # Coordinator commands, the periodic services, the actions' task (examples.*: actions), raw Celery.
         self.queues = "commands,services,actions,default"
         self.prefix = f"bench-actions-{self.run}"
