@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(if $(PURE),$(VENV)/bin/mypy --strict --no-incremental --config-file /dev/null --ignore-missing-imports $(PURE))

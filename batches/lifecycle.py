@@ -15,7 +15,7 @@ from django.utils import timezone
 from batches.choices import JOB_ENDED, JOB_TRANSITIONS
 from batches.choices import JobStatus as J
 from batches.models import BatchJob
-from project.statemachine import check_transition
+from kernel.statemachine import check_transition
 
 MAX_HISTORY = 200
 

@@ -228,7 +228,7 @@ class BatchJob(models.Model):
         """`jid0000042`, as the seed names jobs."""
         return f"jid{self.pk:07d}"
 
-    # OwnedJob (coordinators.permissions): a job is acted on with its batch's rights.
+    # OwnedJob (kernel.permissions): a job is acted on with its batch's rights.
     @property
     def owner_id(self) -> Any:
         return self.batch.owner_id

@@ -29,7 +29,7 @@ from batches.definitions import ManifestError
 from batches.expand import MANIFEST_TYPES, parse_batch_manifest
 from batches.models import Batch, BatchJob, Collection, Profile
 from batches.sources import PayloadError, check_payload_url, read_bytes
-from coordinators.permissions import JobPermissionDenied, check_modify, check_read, is_admin
+from kernel.permissions import JobPermissionDenied, check_modify, check_read, is_admin
 from xcommands.queue import enqueue
 
 ERC_FIELDS = ("erc_what", "erc_who", "erc_when", "erc_where")
@@ -189,7 +189,7 @@ def job_verb(job_id: int, verb: str, *, actor: Any, priority: int | None = None,
 def jobs_verb(job_ids: Iterable[int], verb: str, *, actor: Any, priority: int | None = None,
               confirmed: bool = False) -> tuple[list[int], list[str]]:
     """The verb on many jobs; (queued ids, refusals naming each job and why)."""
-    from project.statemachine import IllegalTransition
+    from kernel.statemachine import IllegalTransition
 
     done: list[int] = []
     refused: list[str] = []

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.conf import settings
 from django.db import transaction
 
@@ -401,7 +402,6 @@ def task_arguments(job: BatchJob) -> dict[str, Any]:
 
 def processing(job: BatchJob) -> Outcome:
     """Identifier lookup (and minting), then the profile's task in this worker; its error fails the job."""
-    from project.celery import app
 
     identifier = identify(job)
     name = job.batch.profile.task

@@ -29,7 +29,6 @@ from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
 from coordinators.admin import (
     MAX_MESSAGES,
-    STATUS_COLOURS,
     ReadOnlyAdmin,
     pretty,
     remember_reader,
@@ -37,32 +36,20 @@ from coordinators.admin import (
 )
 from coordinators.choices import ActionStatus, IllegalTransition
 from coordinators.models import CoordinatorAction
-from coordinators.permissions import JobPermissionDenied
+from kernel.display import status_colour, status_label
+from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
 from operations.bulk import VERBS as BULK_VERBS
 from operations.bulk import admin_threshold, start_for_selection
 
 TIMELINE_COLUMNS = 48
 MAX_TIMELINE_PAGE = 100_000  # a larger ?timeline= would overflow the database's OFFSET
-# The coordinator admin's colours, plus bundle and coordinator job statuses. A timeline cell has
-# no text, so action statuses the coordinator admin shares a colour for get their own here.
-COLOURS = {
-    **STATUS_COLOURS,
-    "SUBMITTED": "#64b5f6", "KILLED": "#4e342e", "TIMEDOUT": "#ff8f00", "SKIPPED": "#bdbdbd",
-    "PREP": "#757575", "PREPSUSPENDED": "#ef6c00", "PREPPAUSED": "#00838f",
-    "SUSPENDED": "#ef6c00", "SUSPENDEDWITHERROR": "#e65100", "PAUSED": "#00838f", "PAUSEDWITHERROR": "#006064",
-    "RUNNINGWITHERROR": "#ad1457", "DONEWITHERROR": "#ad1457",
-}
 EMPTY_TITLE = "no action at this nominal time"
 
 
 def status_badge(status: str) -> str:
-    """A status as a coloured label (bundle, coordinator job or action status)."""
-    return format_html(
-        '<span style="color:#fff;background:{};padding:1px 5px;border-radius:3px;font-size:10.5px;white-space:nowrap">'
-        "{}</span>",
-        COLOURS.get(status, "#455a64"), status or "-",
-    )
+    """A status as the one coloured label of every page (bundle, coordinator job or action status)."""
+    return status_label(status)
 
 
 def short_id(job_id: str) -> str:
@@ -152,7 +139,7 @@ def shared_timeline(actions: list[BundleAction], page: int, width: int = TIMELIN
                 continue
             seen.add(action.status)
             row.append({
-                "colour": COLOURS.get(action.status, "#455a64"),
+                "colour": status_colour(action.status),
                 "status": action.status,
                 "url": reverse("admin:coordinators_coordinatoraction_change", args=[quote(action.pk)]),
                 "title": (
@@ -161,7 +148,7 @@ def shared_timeline(actions: list[BundleAction], page: int, width: int = TIMELIN
                 ),
             })
         rows.append({"name": bundle_action.coord_name, "cells": row})
-    statuses = [{"status": s, "colour": COLOURS.get(s, "#455a64")} for s in ActionStatus.values if s in seen]
+    statuses = [{"status": s, "colour": status_colour(s)} for s in ActionStatus.values if s in seen]
     return Timeline(columns, rows, statuses, page, has_older)
 
 
@@ -208,7 +195,7 @@ def coordinator_rows(actions: list[BundleAction], secrets: Masker | None = None)
                 reverse("admin:coordinators_coordinatorjob_timeline", args=[quote(job_id)]) if job_id else ""
             ),
             "by_status": [
-                {"status": s, "count": n, "colour": COLOURS.get(s, "#455a64"),
+                {"status": s, "count": n, "colour": status_colour(s),
                  "url": f"{action_list}?job={quote(job_id or '')}&status__exact={s}"}
                 for s, n in done.counts.items()
             ],

@@ -13,7 +13,7 @@ def act(bundle_id: str, verb: str, user: Any) -> None:
     from bundles.commands import BundleKillXCommand, BundleResumeXCommand, BundleSuspendXCommand
     from bundles.commands.control import check_verb
     from bundles.models import BundleJob
-    from coordinators.permissions import check_modify
+    from kernel.permissions import check_modify
 
     bundle = BundleJob.objects.select_for_update().get(pk=bundle_id)
     check_modify(user, bundle)

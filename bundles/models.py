@@ -17,7 +17,7 @@ from django.db.models import Q
 
 from bundles.choices import BUNDLE_TERMINAL, BUNDLE_TRANSITIONS, BundleStatus
 from coordinators.choices import JobStatus
-from project.statemachine import check_transition
+from kernel.statemachine import check_transition
 
 JOB_ID_SUFFIX = "B"
 

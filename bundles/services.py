@@ -25,9 +25,9 @@ from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
 from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction
-from coordinators.permissions import check_modify
 from coordinators.services import check_storable, prepare_coordinator
 from coordinators.sources import check_readable, read_application
+from kernel.permissions import check_modify
 from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
 from xcommands.queue import enqueue

@@ -25,15 +25,6 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from coordinators import admin_views
-from coordinators.admin_display import (
-    compact_time,
-    frequency_words,
-    human_duration,
-    short_id_html,
-    status_label,
-    status_words,
-    time_html,
-)
 from coordinators.choices import ACTION_PENDING, ActionStatus, IllegalTransition, JobStatus
 from coordinators.models import (
     CoordinatorAction,
@@ -42,30 +33,29 @@ from coordinators.models import (
     SLARegistration,
     StatusChange,
 )
-from coordinators.permissions import JobPermissionDenied
 from coordinators.sla.notify import retry_now
+from kernel.display import (
+    compact_time,
+    frequency_words,
+    human_duration,
+    short_id_html,
+    status_colour,
+    status_label,
+    status_words,
+    time_html,
+)
+from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker, masker_for
 from operations.bulk import VERBS as BULK_VERBS
 from operations.bulk import admin_threshold, start_for_selection
 
 TIMELINE_PAGE = 100
 MAX_MESSAGES = 20
-STATUS_COLOURS = {
-    "SUCCEEDED": "#2e7d32", "MET": "#2e7d32", "RUNNING": "#1565c0", "IN_PROCESS": "#1565c0",
-    "SUBMITTED": "#1565c0", "READY": "#6a1b9a", "WAITING": "#757575", "NOT_STARTED": "#757575",
-    "FAILED": "#c62828", "KILLED": "#c62828", "TIMEDOUT": "#c62828", "MISS": "#c62828",
-    "SKIPPED": "#9e9e9e", "IGNORED": "#9e9e9e",
-}
 
 
 def badge(status: str) -> str:
-    """A status as a coloured label in words ("running with error"), Oozie's name in its title."""
-    colour = STATUS_COLOURS.get(status, "#455a64")
-    return format_html(
-        '<span title="{}" style="color:#fff;background:{};padding:1px 6px;border-radius:3px;font-size:11px;'
-        'white-space:nowrap">{}</span>',
-        status, colour, status_words(status),
-    )
+    """A status as the one coloured label of every page (kernel.display.status_label)."""
+    return status_label(status)
 
 
 def pretty(value: Any) -> str:
@@ -466,7 +456,7 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         total = sum(counts.values()) or 1
         summary = [
             {"status": s, "count": counts[s], "percent": round(100 * counts[s] / total, 1),
-             "colour": STATUS_COLOURS.get(s, "#455a64")}
+             "colour": status_colour(s)}
             for s in ActionStatus.values if s in counts
         ]
         rows = []

@@ -29,7 +29,15 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from coordinators.admin_display import (
+from coordinators.choices import (
+    ACTION_ACTIVE,
+    ACTION_PENDING,
+    ActionStatus,
+    IllegalTransition,
+    JobStatus,
+)
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from kernel.display import (
     compact_time,
     frequency_words,
     human_duration,
@@ -39,15 +47,7 @@ from coordinators.admin_display import (
     status_label,
     status_words,
 )
-from coordinators.choices import (
-    ACTION_ACTIVE,
-    ACTION_PENDING,
-    ActionStatus,
-    IllegalTransition,
-    JobStatus,
-)
-from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import JobPermissionDenied
+from kernel.permissions import JobPermissionDenied
 
 if TYPE_CHECKING:
     from coordinators.admin import CoordinatorJobAdmin

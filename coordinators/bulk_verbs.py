@@ -16,7 +16,7 @@ def act(job_id: str, verb: str, user: Any) -> None:
     from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
     from coordinators.commands.control import check_verb
     from coordinators.models import CoordinatorJob
-    from coordinators.permissions import check_modify
+    from kernel.permissions import check_modify
 
     job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
     check_modify(user, job)

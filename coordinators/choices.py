@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db import models
 
 # Re-exported: every coordinator module takes its table helpers from here.
-from project.statemachine import IllegalTransition as IllegalTransition
-from project.statemachine import check_transition as check_transition
-from project.statemachine import transition_path as transition_path
+from kernel.statemachine import IllegalTransition as IllegalTransition
+from kernel.statemachine import check_transition as check_transition
+from kernel.statemachine import transition_path as transition_path
 
 
 class JobStatus(models.TextChoices):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -50,7 +51,7 @@ from coordinators.commands.actions import (
 from coordinators.launchers import launch_many
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from datasets.availability import still_missing
-from project.locking import skip_locked
+from kernel.locking import skip_locked
 from xcommands.choices import ACTIVE_STATUSES
 from xcommands.models import Command
 from xcommands.queue import enqueue
@@ -184,7 +185,6 @@ def fan_out(now: datetime) -> int:
     helpers = min(parallel() - 1, -(-jobs // chunk_size()) - 1)
     if helpers <= 0:
         return 0
-    from project.celery import app
 
     sent = 0
     for _ in range(helpers):

@@ -194,7 +194,7 @@ def settle_action(workflow: WorkflowJob, status: str) -> bool:
         apply_run_outcome,
     )
     from coordinators.history import acting_as
-    from project.locking import skip_locked
+    from kernel.locking import skip_locked
 
     if not getattr(settings, "COORD_SETTLE_ON_END", True):
         return False

@@ -16,7 +16,6 @@ from django.utils import timezone
 from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from coordinators.definitions.includes import Loader
 from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
-from coordinators.permissions import check_modify
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from coordinators.sla.evaluate import validate_sla
 from coordinators.sources import (
@@ -27,6 +26,7 @@ from coordinators.sources import (
 )
 from datasets.timeline import format_datetime
 from kernel import user_tasks
+from kernel.permissions import check_modify
 from workflows.actions.celery import check_definition_tasks
 from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
@@ -379,8 +379,8 @@ def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
     how many actions were woken.
     """
     from coordinators.commands.actions import wake_waiting_actions
-    from coordinators.permissions import JobPermissionDenied, is_admin
     from datasets.availability import announce, normalize_uri
+    from kernel.permissions import JobPermissionDenied, is_admin
 
     if not (is_admin(actor) or actor.has_perm("datasets.add_availableinstance")):
         raise JobPermissionDenied(f"user {actor.get_username()!r} may not announce dataset instances")

@@ -18,7 +18,7 @@ shows it through a `Masker`:
   text and tell what the value is.
 
 Nothing stored changes: masking is for display. The owner and job admins (superusers and
-holders of JOB_ADMIN_PERMISSION, as coordinators.permissions.is_admin) see the real values;
+holders of JOB_ADMIN_PERMISSION, as kernel.permissions.is_admin) see the real values;
 they need them to rerun and edit. Log lines are read by operators, not owners: they are
 masked always. Limits (SECURITY.md): values are stored in clear in the database; a secret
 shorter than MIN_SECRET_CHARS, or transformed (base64, split), under a name that is not
@@ -42,7 +42,7 @@ MASK = "********"
 #: Secret values shorter than this are masked under their own name only, not searched for in text.
 MIN_SECRET_CHARS = 4
 DEFAULT_PATTERNS = ("*password*", "*secret*", "*token*", "*.key")
-#: Job admins' permission (coordinators.permissions.ADMIN_PERMISSION), named here as a string:
+#: Job admins' permission (kernel.permissions.ADMIN_PERMISSION), named here as a string:
 #: the kernel imports no domain app.
 JOB_ADMIN_PERMISSION = "coordinators.change_coordinatorjob"
 

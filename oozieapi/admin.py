@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse
 
-from coordinators.permissions import is_admin
+from kernel.permissions import is_admin
 from oozieapi.errors import OozieError
 from oozieapi.filters import MAX_LEN, int_parameter
 from oozieapi.formats import json_response, rfc822

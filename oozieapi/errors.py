@@ -25,7 +25,7 @@ from coordinators.definitions import (
     UnsafeXMLError,
     UnsupportedNamespaceError,
 )
-from coordinators.permissions import JobPermissionDenied
+from kernel.permissions import JobPermissionDenied
 
 # The subset of Oozie's ErrorCode templates this service answers with (same codes, same text).
 TEMPLATES = {

@@ -30,7 +30,7 @@ from coordinators.choices import IllegalTransition
 from coordinators.definitions import parse_hadoop_configuration
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import check_read
+from kernel.permissions import check_read
 from oozieapi import bulk, bundles
 from oozieapi import workflows as oozie_workflows
 from oozieapi.admin import RESOURCES as ADMIN_RESOURCES

@@ -4,7 +4,7 @@ Every launch of a coordinator action is a workflow job (`workflows.models`), and
 workflow application (workflow.xml) submitted on its own (`POST /jobs` naming
 `oozie.wf.application.path`); the job view hands over `-W` ids (and `<wf id>@<node>`),
 `jobtype=wf` lists, and `show=allruns` of a coordinator action. Who may read or act on a
-workflow is who may read or act on its parent coordinator job (coordinators.permissions); a
+workflow is who may read or act on its parent coordinator job (kernel.permissions); a
 workflow without one (a sub-workflow: its root's) answers to its owner and admins. Formats
 follow Oozie's WorkflowJobBean and WorkflowActionBean `toJSONObject`; decisions are in
 docs/adr/0012-workflow-jobs-api.md and docs/adr/0023-workflow-application-interfaces.md.
@@ -26,7 +26,7 @@ from lxml import etree
 from coordinators.definitions import DefinitionError
 from coordinators.definitions.xmlsafe import local_name, parse_xml
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import OwnedJob, check_modify, check_read
+from kernel.permissions import OwnedJob, check_modify, check_read
 from oozieapi.errors import OozieError, bad_parameter, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822

@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from coordinators.admin import ReadOnlyAdmin, badge, pretty
-from coordinators.permissions import is_admin
+from kernel.permissions import is_admin
 from operations.choices import JOB_UNFINISHED, JobStatus
 from operations.commands import skipped_jobs
 from operations.models import Operation

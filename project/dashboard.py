@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
-from coordinators.admin_display import (
+from kernel.display import (
     compact_time,
     human_duration,
     short_job_id,

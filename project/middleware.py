@@ -18,8 +18,8 @@ from urllib.parse import quote, unquote_to_bytes
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from kernel.parsers import MAX_SHOWN, bytes_problem
 from oozieapi.errors import OozieError, error_response
-from project.parsers import MAX_SHOWN, bytes_problem
 
 log = logging.getLogger(__name__)
 

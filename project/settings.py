@@ -319,11 +319,11 @@ SLA_NOTIFY_RETRY_SECONDS = env_int("SLA_NOTIFY_RETRY_SECONDS", 30)
 SLA_DISABLE_ALERTS_OLDER_THAN_HOURS = env_int("SLA_DISABLE_ALERTS_OLDER_THAN_HOURS", 48)
 SLA_ADMIN_BASE_URL = env_str("SLA_ADMIN_BASE_URL", "")
 # E-mail (SLA alerts, batch reports): SMTP to EMAIL_HOST; EMAIL_TIMEOUT bounds a dead server.
-# Without EMAIL_HOST (or EMAIL_BACKEND) e-mail is not configured: project.mail's backend refuses
+# Without EMAIL_HOST (or EMAIL_BACKEND) e-mail is not configured: kernel.mail's backend refuses
 # every message at once, and SLA alerts are not e-mailed (logged once), never retried on localhost:25.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 EMAIL_BACKEND = env_str(
-    "EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "project.mail.NotConfiguredBackend"
+    "EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "kernel.mail.NotConfiguredBackend"
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
@@ -379,12 +379,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's JSON, form and multipart parsers, refusing NUL, lone surrogates and deep nesting (400).
     "DEFAULT_PARSER_CLASSES": [
-        "project.parsers.StrictJSONParser",
-        "project.parsers.StrictFormParser",
-        "project.parsers.StrictMultiPartParser",
+        "kernel.parsers.StrictJSONParser",
+        "kernel.parsers.StrictFormParser",
+        "kernel.parsers.StrictMultiPartParser",
     ],
     # limit/offset pages of at most 1000; a negative or non-numeric limit or offset is a 400.
-    "DEFAULT_PAGINATION_CLASS": "project.pagination.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "kernel.pagination.Pagination",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
@@ -399,7 +399,7 @@ SPECTACULAR_SETTINGS = {
     # Several models have a `status`; name each enum after its entity.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "project.api_base.document_unsupported_media",
+        "kernel.api.document_unsupported_media",
     ],
     "ENUM_NAME_OVERRIDES": {
         "CoordinatorJobStatusEnum": "coordinators.choices.JobStatus",

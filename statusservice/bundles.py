@@ -11,7 +11,7 @@ from bundles.choices import BUNDLE_PREP, BUNDLE_TERMINAL, PAUSE_TARGET, UNPAUSE_
 from bundles.commands import BundlePauseXCommand, BundleStatusTransitXCommand
 from bundles.commands.lifecycle import start_due_bundles
 from bundles.models import BundleAction, BundleJob
-from project.locking import skip_locked
+from kernel.locking import skip_locked
 from statusservice.coordinators import BATCH, queue_once
 
 

@@ -27,7 +27,7 @@ from coordinators.choices import (
 from coordinators.commands.actions import stale_after
 from coordinators.commands.change import PAUSE_TARGET, UNPAUSE_TARGET
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from project.locking import skip_locked
+from kernel.locking import skip_locked
 from xcommands.base import XCommand
 from xcommands.choices import CommandStatus
 from xcommands.models import Command

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.conf import settings
 from django.utils import timezone
 
@@ -119,7 +120,6 @@ def _sla_checks(now: datetime) -> Any:
 def _sla_notifications(now: datetime) -> Any:
     """Send the SLA deliveries as their own task, and only when some are due: a slow mail server never holds the tick."""
     from coordinators.sla.models import NotifyStatus, SLAEvent
-    from project.celery import app
 
     if not SLAEvent.objects.filter(notify_status=NotifyStatus.PENDING, next_attempt_at__lte=now).exists():
         return 0
@@ -185,7 +185,6 @@ def _redis() -> Any:
     """A client of the broker's Redis (the one the tick came through), or None when the broker is not Redis."""
     import redis
 
-    from project.celery import app
 
     url = str(app.conf.broker_url or "")
     if not url.startswith(("redis://", "rediss://", "unix://")):
@@ -299,7 +298,6 @@ def arm(kind: Wakeup, now: datetime, *, not_before: datetime | None = None) -> d
     """
     import redis
 
-    from project.celery import app
 
     tick = tick_seconds()
     try:

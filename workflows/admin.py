@@ -28,14 +28,14 @@ from coordinators.admin import (
     pretty,
     remember_reader,
 )
-from coordinators.admin_display import (
+from kernel.display import (
     compact_time,
     human_duration,
     short_id_html,
     status_label,
     status_words,
 )
-from coordinators.permissions import JobPermissionDenied
+from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
 from workflows import graph
 from workflows.api.access import may_modify
@@ -88,8 +88,7 @@ def _time(value: datetime | None) -> str:
 
 def node_status_label(status: str) -> str:
     """A node status as a coloured label, in the graph's colours (OK green, ERROR red, ...)."""
-    return format_html('<span class="status-label" title="{}" style="background:{}">{}</span>',
-                       status, graph.node_colour(status), status_words(status))
+    return status_label(status, like=graph.NODE_PALETTE.get(status, status))
 
 
 def _error_text(code: str, message: str) -> str:

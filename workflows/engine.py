@@ -449,7 +449,7 @@ def retry_now(node: WorkflowNode, now: datetime) -> None:
 
 def due_user_retries(now: datetime, limit: int = 500) -> int:
     """Launch again the USER_RETRY nodes whose time came, of running workflows (recovery)."""
-    from project.locking import skip_locked
+    from kernel.locking import skip_locked
 
     launched = 0
     with transaction.atomic():

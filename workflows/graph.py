@@ -3,7 +3,7 @@
 Layout (no Graphviz on the servers): nodes are put on layers by their longest path from the
 start (so every edge points down), ordered within a layer by one downward barycenter sweep
 (fewer crossings), and drawn as rounded boxes with the node's name and type, filled with the
-colour of the node's status (the palette of coordinators.admin_display, so a FAILED node is
+colour of the node's status (the palette of kernel.display, so a FAILED node is
 the red of a FAILED action). Edges: `ok` (and fork paths, decision cases) grey, `error`
 dashed red; the transition a node took is drawn dark and thicker.
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from coordinators.admin_display import status_colour
+from kernel.display import status_colour
 
 START = ":start:"
 BOX_WIDTH, BOX_HEIGHT = 156, 44

@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.db import transaction
 
 from workflows.choices import NodeStatus, WorkflowStatus
@@ -55,7 +56,6 @@ def task_name_of(app_path: str) -> str:
 
 def queue_of(task_name: str) -> str:
     """The queue the application's task is routed to (so dedicated pools keep their work)."""
-    from project.celery import app
 
     route = app.amqp.router.route({}, task_name)
     queue = route.get("queue")
@@ -123,7 +123,6 @@ def dispatch(task_id: str, queue: str, kwargs: dict[str, Any], producer: Any = N
     The message runs `workflows.run` but is shown (Celery's `shadow`) as `<task> <action id>`,
     so Flower's task list says which coordinator action each task runs for.
     """
-    from project.celery import app
 
     try:
         app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue, shadow=display_name(kwargs), producer=producer)
@@ -136,7 +135,6 @@ def dispatch(task_id: str, queue: str, kwargs: dict[str, Any], producer: Any = N
 
 def dispatch_many(messages: list[tuple[str, str, dict[str, Any]]]) -> int:
     """Send many nodes' messages through one producer (one pool checkout, not one per message); how many went."""
-    from project.celery import app
 
     if len(messages) <= 1:
         return sum(dispatch(*message) for message in messages)

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from project.statemachine import check_transition
+from kernel.statemachine import check_transition
 from workflows.choices import NODE_TRANSITIONS, WORKFLOW_TRANSITIONS, NodeStatus, WorkflowStatus
 
 WORKFLOW_ID_SUFFIX = "W"

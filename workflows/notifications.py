@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
@@ -83,7 +84,6 @@ def deliver(url: str) -> int:
 
 def _send(url: str, shown: str | None = None) -> None:
     """Send the notify task; Flower and the logs show `shown`, the URL with its secrets masked (kernel.secrets)."""
-    from project.celery import app
 
     shown = shown if shown is not None else masker().text(url)
     try:

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.dispatch import receiver
 
-from project.locking import skip_locked
+from kernel.locking import skip_locked
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.launch import dispatch_on_commit, relaunch
 from workflows.models import WorkflowNode

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
@@ -178,9 +179,6 @@ def _owner_died_here(node: WorkflowNode, attempt: int, worker: str, now: Any) ->
     if given_up:
         log.warning("node %s attempt %s: its process %s died; lease given up, relaunching now", node.pk, attempt,
                     node.worker)
-        from project.celery import (
-            app,  # the top of the stack (project): imported when a message is sent
-        )
 
         app.send_task("workflows.service.recover")
     return bool(given_up)
@@ -188,7 +186,6 @@ def _owner_died_here(node: WorkflowNode, attempt: int, worker: str, now: Any) ->
 
 def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
     """Call the node's Celery task in this process: OK, or ERROR with the exception's one-line text."""
-    from project.celery import app
 
     if reason := user_tasks.refusal(task_name):  # checked at submission; again here, where it would run
         return Outcome(NodeStatus.FAILED, "E0TASK", reason)

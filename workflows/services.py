@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.db import transaction
 
 from workflows import notifications, parents
@@ -133,7 +134,6 @@ def revoke(task_ids: list[str]) -> None:
     """Stop running node tasks (after commit; best effort: a worker that misses it is fenced out anyway)."""
     if not task_ids:
         return
-    from project.celery import app
 
     try:
         app.control.revoke(task_ids, terminate=True)

@@ -56,7 +56,7 @@ def command_target(key: str, params: Any) -> tuple[str, str, str] | None:
 
 def target_link(command: Command) -> str:
     """A link to the job, action, bundle or batch a command was for, its id shortened (full id in the title)."""
-    from coordinators.admin_display import short_id_html
+    from kernel.display import short_id_html
 
     target = command_target(command.key, command.params)
     if target is None:
@@ -208,19 +208,19 @@ class CommandAdmin(admin.ModelAdmin[Command]):
 
     @admin.display(description="key", ordering="key")
     def short_key(self, obj: Command) -> str:
-        from coordinators.admin_display import short_id_html
+        from kernel.display import short_id_html
 
         return short_id_html(obj.key)
 
     @admin.display(description="enqueued", ordering="enqueued_at")
     def enqueued(self, obj: Command) -> str:
-        from coordinators.admin_display import time_html
+        from kernel.display import time_html
 
         return time_html(obj.enqueued_at)
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, obj: Command) -> str:
-        from coordinators.admin_display import time_html
+        from kernel.display import time_html
 
         return time_html(obj.finished_at, day=obj.enqueued_at)
 

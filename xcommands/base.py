@@ -7,6 +7,7 @@ import random
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, final
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import DatabaseError, IntegrityError, OperationalError
 
@@ -151,7 +152,6 @@ class XCommand(ABC):
 
 def _make_task(name: str) -> Any:
     """The Celery task that runs commands of this class: it only carries the command id."""
-    from project.celery import app
 
     def run_command(command_id: int, key: str = "", params: dict[str, Any] | None = None) -> str:
         # key and params are for Flower only: the database row is the source of truth.

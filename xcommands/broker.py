@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 import redis
+from celery import current_app as app  # project.celery's app, set up by this process
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,6 @@ def broker_lost_data(now: datetime) -> bool:
     Sets the sentinel again in the same atomic step (SET NX), so exactly one caller sees
     each loss. An unreachable Redis is not a loss: False, and the next sweep asks again.
     """
-    from project.celery import app
 
     url = str(app.conf.broker_url)
     if not url.startswith(("redis://", "rediss://", "unix://")):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
+
 from kernel import task_registry, user_tasks
 from kernel.user_tasks import TaskNotAllowed
 from xcommands.base import XCommand
@@ -20,7 +22,6 @@ __all__ = ["TaskNotAllowed", "KeyedJobXCommand", "check_task_allowed", "enqueue_
 
 def _celery_app() -> Any:
     # The Celery app sits at the top of the stack: looked up when a task is, never imported by this module.
-    from project.celery import app
 
     return app
 

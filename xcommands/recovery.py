@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from project.locking import skip_locked
+from kernel.locking import skip_locked
 from xcommands.broker import broker_lost_data
 from xcommands.choices import LEASED_STATUSES, TERMINAL_STATUSES, CommandStatus
 from xcommands.models import Command

@@ -52,7 +52,7 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, BatchReport, ReportDelivery
 from coordinators.admin import ReadOnlyAdmin
-from coordinators.permissions import JobPermissionDenied, is_admin
+from kernel.permissions import JobPermissionDenied, is_admin
 
 JOBS_PER_PAGE = 50
 REPORT_FORMATS = ("text", "csv", "json")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -16,14 +17,13 @@ from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils.html import format_html
 
-from batches.admin.display import AMBER, size, when
+from batches.admin.display import badge, size, when
 from batches.admin.verbs import REFUSALS, HoldForm, applying, value_page
 from batches.models import Collection, IngestSettings, Profile
 from coordinators.admin import MAX_MESSAGES
-from coordinators.permissions import is_admin
 from kernel import task_registry, user_tasks
+from kernel.permissions import is_admin
 
 #: Registered tasks that are the engine's own, never a processing task.
 
@@ -68,9 +68,7 @@ class CollectionAdmin(AdminEdited):
     def held_column(self, obj: Collection) -> str:
         if not obj.held:
             return "-"
-        return format_html(
-            '<span style="color:#fff;background:{};padding:1px 5px;border-radius:3px;font-size:10.5px">held</span>', AMBER
-        )
+        return badge("held")
 
     @admin.display(description="held since", ordering="held_at")
     def held_since(self, obj: Collection) -> str:
@@ -127,7 +125,6 @@ def processing_tasks() -> list[str]:
     Operators choose them (ALLOWED_TASKS, the users' list, does not apply), but never an
     internal one (kernel.user_tasks: the engine's commands and services, Celery's).
     """
-    from project.celery import app
 
     return sorted(name for name in task_registry.tasks(app) if not user_tasks.is_internal(name))
 

@@ -19,34 +19,28 @@ from django.utils.html import format_html, format_html_join
 from batches.choices import QUEUES, RESUME_STAGE
 from batches.choices import JobStatus as J
 from batches.models import BatchJob
+from kernel.display import status_colour, status_label
 
-GREEN, RED, BLUE, GREY, AMBER, PURPLE, BROWN = "#2e7d32", "#c62828", "#1565c0", "#757575", "#ef8f00", "#6a1b9a", "#8d6e63"
-#: Batch and job statuses share names (pending, held, processing ...) and colours.
-COLOURS = {
-    "pending": GREY, "held": AMBER, "processing": BLUE, "reporting": PURPLE, "update-reporting": PURPLE,
-    "completed": GREEN, "failed": RED, "deleted": BROWN,
-    **{stage: BLUE for stage in QUEUES if stage != J.PENDING},
-    "SENT": GREEN, "FAILED": RED, "PENDING": GREY, "SENDING": BLUE,
-}
+#: The progress bar's colours: the statuses' own (kernel.display, the palette of every page).
+GREEN, RED, BLUE, GREY, HELD, DELETED = (status_colour(s) for s in ("completed", "failed", "processing", "pending",
+                                                                       "held", "deleted"))
+#: Pipeline stages a job walks through (beyond pending): coloured as "processing".
+STAGES = frozenset(QUEUES - {J.PENDING})
 #: The progress bar's segments: (label, colour, the job statuses it counts), in the order drawn.
 SEGMENTS: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("completed", GREEN, frozenset({J.COMPLETED})),
     ("failed", RED, frozenset({J.FAILED})),
-    ("in stages", BLUE, frozenset(QUEUES - {J.PENDING})),
-    ("waiting", "#9e9e9e", frozenset({J.PENDING})),
-    ("held", AMBER, frozenset({J.HELD})),
-    ("deleted", "#bcaaa4", frozenset({J.DELETED})),
+    ("in stages", BLUE, STAGES),
+    ("waiting", GREY, frozenset({J.PENDING})),
+    ("held", HELD, frozenset({J.HELD})),
+    ("deleted", DELETED, frozenset({J.DELETED})),
 )
 ERROR_EXCERPT = 160
 
 
 def badge(status: str) -> str:
-    """A status as a coloured label (batch, job or delivery status)."""
-    return format_html(
-        '<span class="status-badge" style="color:#fff;background:{};padding:1px 5px;border-radius:3px;'
-        'font-size:10.5px;white-space:nowrap">{}</span>',
-        COLOURS.get(status, "#455a64"), status or "-",
-    )
+    """A status as the one coloured label of every page (batch, job or delivery status); stages as "processing"."""
+    return status_label(status, like="processing" if status in STAGES else None)
 
 
 def when(value: datetime | None, seconds: bool = False) -> str:

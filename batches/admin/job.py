@@ -44,7 +44,7 @@ from batches.admin.verbs import (
 )
 from batches.models import Batch, BatchJob
 from coordinators.admin import ReadOnlyAdmin
-from coordinators.permissions import can_read
+from kernel.permissions import can_read
 
 PRIORITY_RANGES = [
     ("0-4", "0–4 (before the default)"), ("5", "5 (the default)"), ("6-9", "6–9"), ("10-99", "10 and later"),

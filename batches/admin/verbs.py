@@ -23,8 +23,8 @@ from django.urls import reverse
 
 from batches.commands import NeedsConfirmation
 from coordinators.admin import MAX_MESSAGES
-from coordinators.permissions import JobPermissionDenied
-from project.statemachine import IllegalTransition
+from kernel.permissions import JobPermissionDenied
+from kernel.statemachine import IllegalTransition
 
 #: More than this many objects in one bulk verb is refused: each is checked and queued in the request.
 MAX_SELECTION = 1000

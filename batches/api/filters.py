@@ -12,7 +12,7 @@ from rest_framework import exceptions
 
 from batches.choices import PRIORITY_MAX, PRIORITY_MIN, BatchStatus, JobStatus
 from batches.models import BatchJob
-from project.api_base import Filter, FilterSet
+from kernel.api import Filter, FilterSet
 
 ID_MAX = 2**63 - 1  # ids are 64-bit: a larger number names nothing (and would overflow the driver)
 

@@ -44,8 +44,8 @@ from batches.api.serializers import (
 )
 from batches.models import Batch, BatchJob, BatchReport, Collection, Profile
 from coordinators.api.filters import readable_jobs
-from project.api_base import ERROR_BODY, DomainViewSet
-from project.statemachine import IllegalTransition
+from kernel.api import ERROR_BODY, DomainViewSet
+from kernel.statemachine import IllegalTransition
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
 VERB_ERRORS = {**ERRORS, 409: ERROR_BODY}

@@ -25,7 +25,7 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, BatchReport, ReportDelivery, batch_key
 from batches.signals import batch_finished
-from project.statemachine import IllegalTransition, check_transition
+from kernel.statemachine import IllegalTransition, check_transition
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue, enqueue_many

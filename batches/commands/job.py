@@ -20,7 +20,7 @@ from batches.dispatch import keeps_slot, release
 from batches.lifecycle import appended, history_entry, move
 from batches.models import BatchJob
 from batches.stages import STAGE_FUNCTIONS, StageFailed
-from project.statemachine import IllegalTransition
+from kernel.statemachine import IllegalTransition
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 

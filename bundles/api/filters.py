@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bundles.api.serializers import BUNDLE_STATUSES
-from project.api_base import Filter, FilterSet
+from kernel.api import Filter, FilterSet
 
 
 class BundleJobFilterSet(FilterSet):

@@ -34,8 +34,8 @@ from coordinators.api.filters import readable_jobs
 from coordinators.api.serializers import CoordinatorActionSerializer
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
+from kernel.api import ERROR_BODY, DomainViewSet, accepted
 from operations.api.bulk import bulk_schema, start_from_request
-from project.api_base import ERROR_BODY, DomainViewSet, accepted
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
 VERB_ERRORS = {**ERRORS, 409: ERROR_BODY}

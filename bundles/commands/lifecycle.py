@@ -24,7 +24,7 @@ from bundles.status import derive_status
 from coordinators.choices import JOB_TERMINAL, JobStatus
 from coordinators.definitions import DefinitionError
 from kernel.secrets import mask_text
-from project.statemachine import transition_path
+from kernel.statemachine import transition_path
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue, enqueue_many
@@ -237,7 +237,7 @@ class BundleStatusTransitXCommand(BundleCommand):
 
 def start_due_bundles(now: Any, limit: int) -> int:
     """Queue a start for PREP bundles whose kick-off time came (the kick-off service)."""
-    from project.locking import skip_locked
+    from kernel.locking import skip_locked
 
     with transaction.atomic():
         ids = list(

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from coordinators.api.serializers import ACTION_STATUSES, JOB_STATUSES
-from coordinators.permissions import is_admin
-from project.api_base import Filter, FilterSet
+from kernel.api import Filter, FilterSet
+from kernel.permissions import is_admin
 
 
 class CoordinatorJobFilterSet(FilterSet):
@@ -59,7 +59,7 @@ def _acl_pattern(name: str) -> str:
 def readable_jobs(queryset: QuerySet[Any], user: Any, prefix: str = "") -> QuerySet[Any]:
     """The jobs the caller may read: all, unless COORD_RESTRICT_READS limits reads to those who may modify.
 
-    Mirrors `coordinators.permissions.can_read` in SQL (owner, ACL users and groups, admins),
+    Mirrors `kernel.permissions.can_read` in SQL (owner, ACL users and groups, admins),
     so lists never show a job its detail would refuse.
     """
     if not getattr(settings, "COORD_RESTRICT_READS", False) or is_admin(user):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coordinators.permissions import JobPermissionDenied, is_admin
+from kernel.permissions import JobPermissionDenied, is_admin
 
 USER_NAME = "user.name"
 

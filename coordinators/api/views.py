@@ -46,9 +46,9 @@ from coordinators.api.serializers import (
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
+from kernel.api import ERROR_BODY, DomainViewSet, accepted
 from kernel.secrets import masker_for
 from operations.api.bulk import bulk_schema, start_from_request
-from project.api_base import ERROR_BODY, DomainViewSet, accepted
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
 VERB_ERRORS = {**ERRORS, 409: ERROR_BODY}

@@ -58,7 +58,7 @@ _said_not_configured = False
 def email_ready() -> bool:
     """Whether SLA e-mails can go out (a mail server is configured); the first "no" of a process is logged."""
     global _said_not_configured
-    from project.mail import email_configured
+    from kernel.mail import email_configured
 
     if email_configured():
         return True

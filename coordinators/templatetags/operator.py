@@ -1,4 +1,4 @@
-"""Template filters of the operator pages: statuses in words, short ids, human durations (coordinators.admin_display)."""
+"""Template filters of the operator pages: statuses in words, short ids, human durations (kernel.display)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django import template
 
-from coordinators import admin_display
+from kernel import display as admin_display
 
 register = template.Library()
 

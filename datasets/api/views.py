@@ -11,7 +11,6 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordinators.permissions import JobPermissionDenied
 from coordinators.services import announce_dataset
 from datasets.api.serializers import (
     AvailableInstanceSerializer,
@@ -19,6 +18,7 @@ from datasets.api.serializers import (
     DatasetEventSerializer,
 )
 from datasets.models import AvailableInstance
+from kernel.permissions import JobPermissionDenied
 
 
 class DatasetEventViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet[AvailableInstance]):

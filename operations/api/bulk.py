@@ -20,10 +20,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from kernel.api import ERROR_BODY, Conflict
 from operations.api.serializers import OperationSerializer
 from operations.bulk import VERBS, start_bulk
 from operations.services import OperationConflict
-from project.api_base import ERROR_BODY, Conflict
 
 DEFAULT_MAX_JOBS = 100_000
 SHOWN_UNKNOWN = 10

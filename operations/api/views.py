@@ -11,12 +11,12 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordinators.permissions import is_admin
+from kernel.api import ERROR_BODY, Conflict, DomainViewSet, Filter, FilterSet
+from kernel.permissions import is_admin
 from operations.api.serializers import OperationSerializer
 from operations.choices import OperationStatus
 from operations.models import Operation
 from operations.services import cancel_operation
-from project.api_base import ERROR_BODY, Conflict, DomainViewSet, Filter, FilterSet
 
 
 class OperationFilters(FilterSet):

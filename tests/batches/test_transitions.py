@@ -16,9 +16,9 @@ from batches.commands import NeedsConfirmation
 from batches.models import Batch, BatchJob, InventoryFile, MintedIdentifier
 from batches.services import batch_verb, hold_collection, job_verb, release_collection
 from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
+from kernel.statemachine import IllegalTransition
 from operations.choices import JobStatus as OperationJobStatus
 from operations.models import OperationJob
-from project.statemachine import IllegalTransition
 from tests.batches.conftest import Ingest, settle
 from tests.batches.tasks import switch
 
@@ -444,7 +444,7 @@ def test_requeue_starts_a_failed_job_over_and_its_running_batch_waits_for_it(
 def test_others_may_not_act_on_a_batch(ingest: Ingest) -> None:
     from django.contrib.auth.models import User
 
-    from coordinators.permissions import JobPermissionDenied
+    from kernel.permissions import JobPermissionDenied
 
     batch = ingest.submit(ingest.deposit.objects(1, wrong={1}))
     settle()

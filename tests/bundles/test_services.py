@@ -18,7 +18,7 @@ from coordinators.commands.change import ChangeRefused
 from coordinators.commands.rerun import RerunRefused
 from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorJob
-from coordinators.permissions import JobPermissionDenied
+from kernel.permissions import JobPermissionDenied
 from tests.bundles.conftest import run_actions, settle
 from tests.bundles.factories import bundle_xml, minute, window, write_coordinator
 from xcommands.models import Command

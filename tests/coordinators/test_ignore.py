@@ -13,7 +13,6 @@ from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus, JobStatus, job_status_from_actions
 from coordinators.commands.ignore import IgnoreRefused
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import JobPermissionDenied
 from coordinators.services import (
     change_job,
     control,
@@ -22,6 +21,7 @@ from coordinators.services import (
     submit_coordinator,
 )
 from datasets.timeline import format_datetime
+from kernel.permissions import JobPermissionDenied
 from tests.bundles.conftest import make_bundle, settle  # noqa: F401 - fixture
 from tests.coordinators.api.factories import coordinator_xml, window
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture

@@ -11,8 +11,6 @@ be made (not root, no `ip`).
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 import subprocess
 import sys
@@ -22,8 +20,7 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.project.test_chaos import _skip_reason
-from tests.support.processes import ROOT
+from tests.project.test_chaos import _skip_reason, assert_no_harm, run_drill
 from tooling.chaos.hosts import Network, unavailable_reason
 
 pytestmark = pytest.mark.integration
@@ -130,23 +127,12 @@ def test_impossible_drills_are_refused_before_anything_is_made(argv: list[str], 
 @pytest.mark.skipif(NO_NAMESPACES is not None or _skip_reason() is not None,
                     reason=str(NO_NAMESPACES or _skip_reason()))
 def test_cut_hosts_lose_nothing_and_every_rerun_is_explained_by_a_cut() -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    done = subprocess.run(  # noqa: S603
-        [sys.executable, "manage.py", "chaos", "--hosts", "2", "--quick", "--json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
-    )
-    assert done.stdout.strip(), done.stderr[-4000:]
-    report = json.loads(done.stdout)
+    done, report = run_drill("--hosts", "2", "--quick")
     assert [fault["fault"].split(":")[0] for fault in report["faults"]] == ["cut-host", "cut-redis", "cut-postgres",
                                                                           "cut-host"]
     assert {fault["fault"].split(":")[2] for fault in report["faults"]} == {"below", "above"}
     assert all(fault["in_flight"]["nodes_running"] > 0 for fault in report["faults"]), report["faults"]
-    for what in ("actions", "commands"):
-        counts = report[what]
-        harm = {name: counts[name] for name in ("lost", "stuck", "wrongly_failed", "out_of_order",
-                                                "overlapping_beyond_concurrency", "run_twice_unexplained")}
-        assert harm == dict.fromkeys(harm, 0), (what, counts["examples"])
-        assert counts["succeeded"] == counts["total"] > 0
+    assert_no_harm(report)
     # A host cut past its lease loses its actions to the other host: each re-run names its cut.
     assert report["reruns"], "no cut past the lease caused a re-run"
     assert all(rerun["explained_by"] and rerun["explained_by"].startswith("cut-") for rerun in report["reruns"])

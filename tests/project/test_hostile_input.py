@@ -23,7 +23,7 @@ from coordinators.choices import JobStatus
 from coordinators.definitions import serialize_hadoop_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
-from project.parsers import MAX_JSON_DEPTH
+from kernel.parsers import MAX_JSON_DEPTH
 from tests.coordinators.api.factories import bulk_actions, coordinator_xml, token, user, window
 from tests.oozieapi.client import basic, error_of
 from xcommands.models import Command

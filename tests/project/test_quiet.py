@@ -372,7 +372,7 @@ def test_log_periodic_tasks_keeps_the_routine_lines(caplog: pytest.LogCaptureFix
     assert len(caplog.records) == 1
 
 
-NOT_CONFIGURED = "project.mail.NotConfiguredBackend"
+NOT_CONFIGURED = "kernel.mail.NotConfiguredBackend"
 
 
 @pytest.fixture
@@ -433,7 +433,7 @@ def test_the_unconfigured_backend_refuses_clearly() -> None:
     """Without EMAIL_HOST any e-mail (a batch report too) fails at once naming EMAIL_HOST, never trying localhost:25."""
     from django.core.mail import EmailMessage
 
-    from project.mail import EmailNotConfigured, email_configured
+    from kernel.mail import EmailNotConfigured, email_configured
 
     with override_settings(EMAIL_BACKEND=NOT_CONFIGURED):
         assert not email_configured()

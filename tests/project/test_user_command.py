@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from coordinators.permissions import is_admin
+from kernel.permissions import is_admin
 
 pytestmark = pytest.mark.django_db
 

@@ -39,9 +39,9 @@ from django.urls import reverse
 from bundles import services as bundle_services
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import ADMIN_PERMISSION
 from coordinators.services import submit_coordinator, submit_from_properties
 from kernel import secrets
+from kernel.permissions import ADMIN_PERMISSION
 from kernel.secrets import MASK, mask_properties, mask_text, may_see_secrets
 from statusservice.tasks import input_checks
 from tests.bundles.api.factories import bundle_app
@@ -411,7 +411,7 @@ def sent(in_process_engine: None) -> Iterator[list[dict[str, Any]]]:
 def test_flower_messages_carry_no_secret_value(people: dict[str, User], sent: list[dict[str, Any]],
                                                settings: Any, tmp_path: Path) -> None:
     """A notification URL with a token, a rerun's configuration, a keyed job's arguments: Flower shows masks (rule 4)."""
-    from coordinators.permissions import check_modify
+    from kernel.permissions import check_modify
     from workflows.api.access import guard
     from workflows.services import request_rerun
     from xcommands.keyed import enqueue_job

@@ -13,6 +13,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from celery import current_app as app  # project.celery's app, set up by this process
+
 from coordinators.definitions import DefinitionError
 from kernel import task_registry, user_tasks
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
@@ -23,7 +25,6 @@ INJECTED = ("configuration", "nominal_time")
 
 
 def _app() -> Any:
-    from project.celery import app
 
     return app
 

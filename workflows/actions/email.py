@@ -51,7 +51,7 @@ def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
     from django.core.mail import BadHeaderError, EmailMessage
     from django.core.validators import validate_email
 
-    from project.mail import EmailNotConfigured
+    from kernel.mail import EmailNotConfigured
     from workflows.settings import is_transient
 
     to, cc, bcc = _addresses(spec.get("to")), _addresses(spec.get("cc")), _addresses(spec.get("bcc"))

@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 
 from coordinators.api.filters import readable_jobs
 from coordinators.models import CoordinatorJob
-from coordinators.permissions import OwnedJob, check_modify, check_read
+from kernel.permissions import OwnedJob, check_modify, check_read
 from workflows.models import WorkflowJob
 from workflows.services import parent_key
 

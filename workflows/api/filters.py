@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from project.api_base import Filter, FilterSet
+from kernel.api import Filter, FilterSet
 from workflows.api.serializers import WORKFLOW_STATUSES
 
 

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from coordinators.api.submissions import submitter_properties
-from project.api_base import ERROR_BODY, Conflict, DomainViewSet, accepted
+from kernel.api import ERROR_BODY, Conflict, DomainViewSet, accepted
 from workflows.api.access import may_modify, readable_workflows
 from workflows.api.filters import WorkflowJobFilterSet
 from workflows.api.serializers import (

@@ -21,9 +21,9 @@ from batches import services
 from batches.choices import PRIORITY_MAX, PRIORITY_MIN, JobStatus, SubmissionMode, SubmissionType
 from batches.commands import NeedsConfirmation
 from batches.models import Batch, BatchJob, BatchReport, Collection
-from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
-from project.statemachine import IllegalTransition
+from kernel.permissions import JobPermissionDenied
+from kernel.statemachine import IllegalTransition
 
 RULE = "-" * 80
 

@@ -22,8 +22,8 @@ from coordinators.choices import IllegalTransition
 from coordinators.definitions import DefinitionError, load_configuration
 from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import JobPermissionDenied
 from datasets.timeline import format_datetime
+from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker_for
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
@@ -232,7 +232,7 @@ class Command(BaseCommand):
 
     def _workflow(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
         """-info, -start, -kill, -suspend, -resume, -rerun of a workflow job (-W), under the parent's permission rules."""
-        from coordinators.permissions import check_modify, check_read
+        from kernel.permissions import check_modify, check_read
         from oozieapi.workflows import guard
         from workflows.models import WorkflowJob
         from workflows.services import VerbNotSupported, request_control, request_rerun
@@ -427,7 +427,7 @@ class Command(BaseCommand):
 
     def _log(self, job_id: str, options: dict[str, Any]) -> None:
         """-log ID [-logfilter ...]: the job's and its actions' story, as the Oozie API's show=log (oozieapi.joblog)."""
-        from coordinators.permissions import check_read
+        from kernel.permissions import check_read
         from oozieapi.errors import OozieError
         from oozieapi.joblog import job_log, parse_log_filter
 

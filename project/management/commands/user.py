@@ -2,7 +2,7 @@
 
 `user add NAME [--admin] [--token] [--password-stdin]` creates the user: a job admin with
 `--admin` (superuser and staff: acts on every job, opens the admin site; see
-coordinators.permissions.is_admin), otherwise a plain submitter who owns their own jobs.
+kernel.permissions.is_admin), otherwise a plain submitter who owns their own jobs.
 Without `--password-stdin` the account has no password (tokens only). `--token` prints its
 REST framework token, the key `Authorization: Token <key>` takes. `user token NAME` prints
 (creating it if needed) the token of an existing user. An existing name is refused, nothing changes.

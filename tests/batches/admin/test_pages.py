@@ -62,7 +62,7 @@ def test_a_batch_page_shows_its_submission_jobs_by_state_jobs_and_reports(operat
     assert page.count('<tr class="batch-job">') == 3
     assert "does not match the manifest" in page
     assert page.count('<tr class="batch-report">') == 1 and "2 of 3 completed, 1 failed" in page
-    assert "mailto:ops@example.com" in page and ">SENT<" in page
+    assert "mailto:ops@example.com" in page and 'title="SENT"' in page and ">sent<" in page
     assert operator.post(page_of(batch), {"status": "completed"}).status_code == 403
     assert Batch.objects.get(pk=batch.pk).status == B.FAILED
 

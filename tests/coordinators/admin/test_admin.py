@@ -12,8 +12,8 @@ from django.test import Client
 
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent
-from coordinators.permissions import JobPermissionDenied
 from coordinators.sla.service import check
+from kernel.permissions import JobPermissionDenied
 from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.coordinators.sla.factories import materialized_job
 

@@ -16,8 +16,8 @@ from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from coordinators.admin_display import short_action_id
 from coordinators.models import SLAEvent, SLARegistration
+from kernel.display import short_action_id
 from tests.bundles.admin.test_browser import HEIGHT, WIDTH, browser, log_in, screenshots  # noqa: F401 - fixtures
 from tests.coordinators.admin.factories import make_jobs
 from xcommands.choices import CommandStatus

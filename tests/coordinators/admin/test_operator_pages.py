@@ -12,15 +12,15 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
-from coordinators.admin_display import (
+from coordinators.choices import ActionStatus, JobStatus
+from coordinators.models import CoordinatorJob, SLAEvent, SLARegistration
+from kernel.display import (
     human_duration,
     number_ranges,
     short_action_id,
     short_job_id,
     status_words,
 )
-from coordinators.choices import ActionStatus, JobStatus
-from coordinators.models import CoordinatorJob, SLAEvent, SLARegistration
 from tests.coordinators.admin.factories import make_jobs
 from tests.coordinators.runtime.conftest import run_pending_commands
 from xcommands.choices import CommandStatus

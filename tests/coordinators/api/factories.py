@@ -18,7 +18,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def user(name: str, *, staff: bool = False, groups: tuple[str, ...] = ()) -> User:
     """A user with a password `<name>-password-123` and an API token `<name>-token`; staff are job admins here."""
     account = User.objects.create_user(name, password=f"{name}-password-123", is_staff=staff)
-    if staff:  # a job admin: the permission operators are given (coordinators.permissions.is_admin)
+    if staff:  # a job admin: the permission operators are given (kernel.permissions.is_admin)
         account.user_permissions.add(Permission.objects.get(codename="change_coordinatorjob"))
     for group in groups:
         account.groups.add(Group.objects.get_or_create(name=group)[0])

@@ -104,7 +104,7 @@ def test_admin_actions_are_for_admins_only(job: CoordinatorJob, bob: User, verb:
     """Through the admin, a plain user (not staff) and a staff user with view-only rights queue nothing.
 
     The admin has no rerun action (rerun goes through the APIs and the CLI); staff with change rights
-    (coordinators.change_coordinatorjob) are admins for job permissions (coordinators.permissions.is_admin) and may act on every job.
+    (coordinators.change_coordinatorjob) are admins for job permissions (kernel.permissions.is_admin) and may act on every job.
     """
     viewer = user("viewer")  # staff with view rights only: not a job admin
     viewer.is_staff = True

@@ -13,10 +13,10 @@ from coordinators.choices import ActionStatus, IllegalTransition, JobStatus
 from coordinators.commands.change import ChangeRefused
 from coordinators.commands.rerun import RerunRefused
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.permissions import JobPermissionDenied
 from coordinators.services import change_job, control, rerun_job, submit_coordinator
 from datasets.models import AvailableInstance
 from datasets.timeline import format_datetime
+from kernel.permissions import JobPermissionDenied
 from statusservice import coordinators as services
 from tests.coordinators.runtime.conftest import run_pending_commands
 from xcommands.models import Command

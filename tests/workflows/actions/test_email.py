@@ -110,7 +110,7 @@ def test_header_injection_is_refused(outbox: list[mail.EmailMessage]) -> None:
 
 def test_mail_not_configured(settings: Any) -> None:
     """Without a mail server the project's backend refuses: EM006, saying what to set."""
-    settings.EMAIL_BACKEND = "project.mail.NotConfiguredBackend"
+    settings.EMAIL_BACKEND = "kernel.mail.NotConfiguredBackend"
     result = email()
     assert (result.status, result.error_code) == ("ERROR", "EM006")
     assert "EMAIL_HOST" in result.error_message

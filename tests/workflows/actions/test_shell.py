@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,50 +201,43 @@ _run(["sh", "-c", sys.argv[1]], {"PATH": "/usr/bin:/bin"}, sys.argv[2], False)
 """
 
 
-def test_a_shell_command_dies_with_the_worker_process_that_ran_it(tmp_path: Path) -> None:
-    """Issue 24, item 7: SIGKILL the process running a shell action: the command and what it started die within seconds,
-    so a relaunched node never runs beside an earlier copy of its command."""
-    import signal
-    import subprocess
-    import sys
+@contextlib.contextmanager
+def pool_running_a_shell(tmp_path: Path, **env: str) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+    """A process like a worker's pool process running one shell action that started a background child.
 
+    Yields the process, the command's pid and its background child's pid; the process is
+    killed afterwards, stopped or not."""
     pidfile = tmp_path / "pids"
     script = f"sleep 300 & echo $$ $! > {pidfile}; sleep 300"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "WORKFLOW_SHELL_ENABLED": "true"}
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "WORKFLOW_SHELL_ENABLED": "true", **env}
     pool = subprocess.Popen([sys.executable, "-c", POOL_PROCESS, script, str(tmp_path)],  # noqa: S603
-                            cwd=Path(__file__).resolve().parents[3], env=env)
+                            cwd=Path(__file__).resolve().parents[3], env=environment)
     try:
         deadline = time.monotonic() + 30
         while not (pidfile.exists() and len(pidfile.read_text().split()) == 2) and time.monotonic() < deadline:
             time.sleep(0.05)
         shell, background = (int(pid) for pid in pidfile.read_text().split())
+        yield pool, shell, background
+    finally:
+        pool.send_signal(signal.SIGCONT)
+        pool.kill()
+        pool.wait(10)
+
+
+def test_a_shell_command_dies_with_the_worker_process_that_ran_it(tmp_path: Path) -> None:
+    """Issue 24, item 7: SIGKILL the process running a shell action: the command and what it started die within seconds,
+    so a relaunched node never runs beside an earlier copy of its command."""
+    with pool_running_a_shell(tmp_path) as (pool, shell, background):
         os.kill(pool.pid, signal.SIGKILL)
         pool.wait(10)
         _assert_dead(shell)
         _assert_dead(background)
-    finally:
-        if pool.poll() is None:
-            pool.kill()
 
 
 def test_a_shell_command_dies_when_its_worker_process_is_stopped_past_the_lease(tmp_path: Path) -> None:
     """Issue 24, item 7: SIGSTOP the process running a shell action (a frozen host): once it has been stopped for
     the node's lease, after which the node may run elsewhere, the command and its children are killed."""
-    import signal
-    import subprocess
-    import sys
-
-    pidfile = tmp_path / "pids"
-    script = f"sleep 300 & echo $$ $! > {pidfile}; sleep 300"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "WORKFLOW_SHELL_ENABLED": "true",
-           "WORKFLOW_LEASE_SECONDS": "2"}
-    pool = subprocess.Popen([sys.executable, "-c", POOL_PROCESS, script, str(tmp_path)],  # noqa: S603
-                            cwd=Path(__file__).resolve().parents[3], env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while not (pidfile.exists() and len(pidfile.read_text().split()) == 2) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        shell, background = (int(pid) for pid in pidfile.read_text().split())
+    with pool_running_a_shell(tmp_path, WORKFLOW_LEASE_SECONDS="2") as (pool, shell, background):
         time.sleep(3)  # running longer than the lease is fine while the worker process runs
         os.kill(shell, 0)
         os.kill(pool.pid, signal.SIGSTOP)
@@ -247,7 +245,3 @@ def test_a_shell_command_dies_when_its_worker_process_is_stopped_past_the_lease(
         _assert_dead(shell)
         _assert_dead(background)
         assert 2 <= time.monotonic() - stopped < 6
-    finally:
-        pool.send_signal(signal.SIGCONT)
-        pool.kill()
-        pool.wait(10)

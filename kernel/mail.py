@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.mail.backends.base import BaseEmailBackend
 
-NOT_CONFIGURED_BACKEND = "project.mail.NotConfiguredBackend"
+NOT_CONFIGURED_BACKEND = "kernel.mail.NotConfiguredBackend"
 
 
 class EmailNotConfigured(RuntimeError):  # noqa: N818 - reads as the condition

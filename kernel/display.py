@@ -1,6 +1,9 @@
 """How the operator pages write ids, statuses, times and durations so that a row fits one line at 1,280 px.
 
-Pure functions (no database); the templates reach them through the `operator` template tags.
+The one status palette and the one status label of every page (coordinators, bundles,
+workflows, batches, operations, commands, the dashboard): a status has the same colour
+everywhere. Pure functions (no database); the templates reach them through the `operator`
+template tags.
 """
 
 from __future__ import annotations
@@ -24,16 +27,26 @@ STATUS_WORDS = {
     "IN_PROCESS": "in process",
 }
 
-#: One colour per status, shared by the lists, the grid, the Gantt view and the dashboard.
+GREEN, BLUE, LIGHT_BLUE, PURPLE, GREY, LIGHT_GREY = "#2e7d32", "#1565c0", "#0277bd", "#6a1b9a", "#757575", "#9e9e9e"
+ORANGE, DEEP_ORANGE, BROWN, LIGHT_BROWN = "#ef6c00", "#d84315", "#8d6e63", "#a1887f"
+RED, DARK_RED, MAGENTA = "#c62828", "#b71c1c", "#ad1457"
+
+#: One colour per status, for every page: done green, at work blue, held brown, failed red,
+#: killed magenta, not applicable grey. Oozie's statuses are upper case; batches' lower case.
 STATUS_COLOURS = {
-    "SUCCEEDED": "#2e7d32", "MET": "#2e7d32", "DONE": "#2e7d32", "COMPLETED": "#2e7d32",
-    "RUNNING": "#1565c0", "IN_PROCESS": "#1565c0", "SUBMITTED": "#0277bd", "READY": "#6a1b9a",
-    "WAITING": "#757575", "NOT_STARTED": "#757575", "PREP": "#757575", "PENDING": "#757575",
-    "RUNNINGWITHERROR": "#ef6c00", "DONEWITHERROR": "#d84315",
-    "SUSPENDED": "#8d6e63", "SUSPENDEDWITHERROR": "#8d6e63", "PREPSUSPENDED": "#8d6e63",
-    "PAUSED": "#a1887f", "PAUSEDWITHERROR": "#a1887f", "PREPPAUSED": "#a1887f", "HELD": "#8d6e63",
-    "FAILED": "#c62828", "KILLED": "#ad1457", "TIMEDOUT": "#b71c1c", "MISS": "#c62828", "PARKED": "#c62828",
-    "SKIPPED": "#9e9e9e", "IGNORED": "#9e9e9e",
+    # coordinators, bundles, workflows, SLA, operations, commands
+    "SUCCEEDED": GREEN, "MET": GREEN, "DONE": GREEN, "COMPLETED": GREEN, "OK": GREEN,
+    "RUNNING": BLUE, "IN_PROCESS": BLUE, "SUBMITTED": LIGHT_BLUE, "READY": PURPLE,
+    "WAITING": GREY, "NOT_STARTED": GREY, "PREP": GREY, "PENDING": GREY,
+    "RUNNINGWITHERROR": ORANGE, "DONEWITHERROR": DEEP_ORANGE,
+    "SUSPENDED": BROWN, "SUSPENDEDWITHERROR": BROWN, "PREPSUSPENDED": BROWN,
+    "PAUSED": LIGHT_BROWN, "PAUSEDWITHERROR": LIGHT_BROWN, "PREPPAUSED": LIGHT_BROWN, "HELD": BROWN,
+    "FAILED": RED, "ERROR": RED, "KILLED": MAGENTA, "TIMEDOUT": DARK_RED, "MISS": RED, "PARKED": RED,
+    "SKIPPED": LIGHT_GREY, "IGNORED": LIGHT_GREY,
+    # batches and their jobs (a job in a pipeline stage is "processing"), deliveries
+    "pending": GREY, "held": BROWN, "processing": BLUE, "reporting": PURPLE, "update-reporting": PURPLE,
+    "completed": GREEN, "failed": RED, "deleted": LIGHT_BROWN,
+    "SENT": GREEN, "SENDING": BLUE,
 }
 DEFAULT_COLOUR = "#455a64"
 
@@ -50,11 +63,17 @@ def status_colour(status: str | None) -> str:
     return STATUS_COLOURS.get(status or "", DEFAULT_COLOUR)
 
 
-def status_label(status: str | None, *, pending: bool = False) -> str:
-    """A status as a coloured label in words, the Oozie name in its title; `pending` adds a quiet mark."""
+def status_label(status: str | None, *, pending: bool = False, like: str | None = None) -> str:
+    """A status as a coloured label in words, the Oozie name in its title; `pending` adds a quiet mark.
+
+    `like`: the status whose colour it takes (a batch job in a pipeline stage is coloured as
+    "processing"). The label carries its own style, so it looks the same on pages without the
+    operator stylesheet.
+    """
     label = format_html(
-        '<span class="status-label" title="{}" style="background:{}">{}</span>',
-        status or "", status_colour(status), status_words(status),
+        '<span class="status-label" title="{}" style="display:inline-block;color:#fff;background:{};'
+        'padding:1px 6px;border-radius:3px;font-size:11px;line-height:16px;white-space:nowrap">{}</span>',
+        status or "", status_colour(like or status), status_words(status),
     )
     if pending:
         return format_html('{} <span class="status-pending" title="a command on it is in flight">pending</span>', label)

@@ -58,7 +58,7 @@ def can_modify(user: Any, job: OwnedJob) -> bool:
         return False
     if user.get_username() in names:
         return True
-    return user.groups.filter(name__in=names).exists()
+    return bool(user.groups.filter(name__in=names).exists())
 
 
 def can_read(user: Any, job: OwnedJob) -> bool:

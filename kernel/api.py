@@ -22,7 +22,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from project.pagination import Pagination
+from kernel.pagination import Pagination
 
 
 class Conflict(exceptions.APIException):
