@@ -91,7 +91,7 @@ def launch_application(job: CoordinatorJob, action: CoordinatorAction, now: date
     the action FAILS with that message through the usual report.
     """
     from coordinators.definitions import DefinitionError
-    from coordinators.services import workflow_app_path
+    from coordinators.preparation import workflow_app_path
     from workflows.definitions.loader import load_application
     from workflows.definitions.submission import prepare_workflow
     from workflows.engine import create_job, failed_launch

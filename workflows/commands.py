@@ -16,7 +16,7 @@ from django.utils import timezone
 from workflows import parents
 from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
 from workflows.models import WorkflowJob
-from workflows.services import kill_workflows, resume_workflow, suspend_workflow
+from workflows.states import kill_workflows, resume_workflow, suspend_workflow
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 
@@ -30,7 +30,7 @@ class WorkflowCommand(XCommand):
     workflow_id: str
 
     def job_key(self) -> str:
-        """The parent's key (see workflows.services.parent_key)."""
+        """The parent's key (see workflows.states.parent_key)."""
         return self.key
 
     def load_state(self) -> None:

@@ -466,7 +466,7 @@ def due_user_retries(now: datetime, limit: int = 500) -> int:
 def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[str, str] = ("", "")) -> None:
     """End the job: live nodes and sub-workflows killed, the parent told (caller's transaction, row locked)."""
     from workflows import parents
-    from workflows.services import kill_nodes
+    from workflows.states import kill_nodes
 
     kill_nodes(workflow.id, now, reason=f"workflow {status}")
     children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow.id)
@@ -490,7 +490,7 @@ def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[st
 
 def kill_tree(workflow_id: str, now: datetime, reason: str) -> None:
     """Kill a job and its sub-workflows (caller's transaction)."""
-    from workflows.services import kill_workflows
+    from workflows.states import kill_workflows
 
     children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow_id)
                     .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True))

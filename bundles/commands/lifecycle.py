@@ -120,7 +120,8 @@ class BundleCoordSubmitXCommand(XCommand):
     def execute(self) -> dict[str, Any]:
         """Submit, or record why not (the status service then decides what it means for the bundle)."""
         from coordinators.commands import CoordStartXCommand, CoordSuspendXCommand
-        from coordinators.services import prepare_coordinator, store_coordinator
+        from coordinators.preparation import prepare_coordinator
+        from coordinators.services import store_coordinator
 
         action = self.action
         action.pending, action.dirty = 0, True

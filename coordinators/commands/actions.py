@@ -72,7 +72,7 @@ def skip_before(job: CoordinatorJob, now: datetime) -> datetime | None:
         return now - none_tolerance()
     if job.execution != "LAST_ONLY" or now < job.start_time:
         return None
-    from coordinators.services import load_resolved
+    from coordinators.preparation import load_resolved
 
     resolved = load_resolved(job)
     due = count_before(resolved.start, min(now + timedelta(microseconds=1), job.end_time), resolved.frequency, resolved.tz)
@@ -210,7 +210,7 @@ class CoordActionInputCheckXCommand(JobCommand):
 
     def _resolved_job(self) -> ResolvedCoordinator:
         """The job's resolved definition, loaded once per command."""
-        from coordinators.services import load_resolved
+        from coordinators.preparation import load_resolved
 
         if not hasattr(self, "_resolved"):
             self._resolved = load_resolved(self.job)

@@ -16,7 +16,7 @@ from coordinators.choices import (
 )
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorJob, StatusChange, record_changes
-from workflows.services import kill_workflows
+from workflows.states import kill_workflows
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 

@@ -40,7 +40,7 @@ def recompute_progress(
     last_action_number is taken from the actions that exist, so revoked look-ahead actions
     (change of end or pause time) are created again if the window later allows them.
     """
-    from coordinators.services import load_resolved
+    from coordinators.preparation import load_resolved
 
     resolved = resolved or load_resolved(job)
     if last_number is None:
@@ -112,7 +112,7 @@ class CoordMaterializeXCommand(JobCommand):
 
     def execute(self) -> dict[str, int]:
         """Create up to a chunk of actions, bounded by throttle and the lookahead."""
-        from coordinators.services import load_resolved
+        from coordinators.preparation import load_resolved
 
         job = self.job
         resolved = load_resolved(job)

@@ -166,7 +166,7 @@ class CoordRerunXCommand(JobCommand):
     def execute(self) -> dict[str, Any]:
         """Clean, reset, requeue; the job leaves SUSPENDED or its finished status."""
         from coordinators.commands.actions import CoordActionInputCheckXCommand
-        from coordinators.services import load_resolved
+        from coordinators.preparation import load_resolved
         from coordinators.sla.service import follow_rerun
 
         job, now = self.job, timezone.now()

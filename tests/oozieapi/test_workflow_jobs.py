@@ -202,7 +202,7 @@ def test_kill_ends_the_run_and_its_action_killed(ann: User) -> None:
     action = action_of(job)
     wf_id = action.external_id
     oozie = Oozie(ann)
-    with mock.patch("workflows.services.revoke") as revoke:
+    with mock.patch("workflows.states.revoke") as revoke:
         response = oozie.put(f"job/{wf_id}", action="kill")
         assert response.status_code == 200 and response.content == b""
         queued = Command.objects.filter(key=job.id, name="workflows.WfKillXCommand")
@@ -231,7 +231,7 @@ def test_only_who_may_act_on_the_coordinator_may_act_on_its_runs(ann: User, bob:
     assert Command.objects.count() == commands and WorkflowJob.objects.get(pk=first).status == WorkflowStatus.RUNNING
     assert Oozie(carol).put(f"job/{second}", action="kill").status_code == 200
     assert Oozie(admin).put(f"job/{third}", action="kill").status_code == 200
-    with mock.patch("workflows.services.revoke"):
+    with mock.patch("workflows.states.revoke"):
         run_pending_commands()
     statuses = dict(WorkflowJob.objects.values_list("id", "status"))
     assert (statuses[first], statuses[second], statuses[third]) == ("RUNNING", "KILLED", "KILLED")

@@ -15,7 +15,7 @@ from coordinators.api.filters import readable_jobs
 from coordinators.models import CoordinatorJob
 from kernel.permissions import OwnedJob, check_modify, check_read
 from workflows.models import WorkflowJob
-from workflows.services import parent_key
+from workflows.states import parent_key
 
 MAX_PARENT_DEPTH = 50  # sub-workflows nest at most 20 deep (workflows.engine); a bound against a corrupt chain
 

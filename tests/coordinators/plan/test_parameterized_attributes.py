@@ -312,7 +312,8 @@ def test_submission_stores_the_resolved_name() -> None:
     """submit_coordinator stores `${appName}` resolved; the job re-resolves to the same name."""
     from django.contrib.auth.models import User
 
-    from coordinators.services import load_resolved, submit_coordinator
+    from coordinators.preparation import load_resolved
+    from coordinators.services import submit_coordinator
 
     owner = User.objects.create_user("ann")
     job = submit_coordinator(app_xml({"name": "${appName}"}), {"appName": "hourly"}, owner=owner, start=False)

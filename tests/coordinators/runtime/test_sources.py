@@ -10,7 +10,8 @@ from django.test import override_settings
 
 from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorJob
-from coordinators.services import load_resolved, submit_coordinator, submit_from_properties
+from coordinators.preparation import load_resolved
+from coordinators.services import submit_coordinator, submit_from_properties
 
 pytestmark = pytest.mark.django_db
 
