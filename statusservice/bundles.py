@@ -12,7 +12,7 @@ from bundles.commands import BundlePauseXCommand, BundleStatusTransitXCommand
 from bundles.commands.lifecycle import start_due_bundles
 from bundles.models import BundleAction, BundleJob
 from kernel.locking import skip_locked
-from statusservice.coordinators import BATCH, queue_once
+from statusservice.common import BATCH, queue_once
 
 
 def kickoffs(now: datetime) -> int:

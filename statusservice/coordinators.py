@@ -28,24 +28,10 @@ from coordinators.commands.actions import stale_after
 from coordinators.commands.change import PAUSE_TARGET, UNPAUSE_TARGET
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.locking import skip_locked
-from xcommands.base import XCommand
-from xcommands.choices import CommandStatus
-from xcommands.models import Command
-from xcommands.queue import enqueue, enqueue_many
+from statusservice.common import BATCH, queue_once, tick_seconds
+from xcommands.queue import enqueue_many
 
 log = logging.getLogger(__name__)
-
-BATCH = 2000
-
-
-def queue_once(command: XCommand) -> bool:
-    """Enqueue unless a command of the same name is already pending for the key; whether it was queued."""
-    name = type(command).command_name
-    if Command.objects.filter(key=command.job_key(), name=name, status=CommandStatus.PENDING).exists():
-        return False
-    enqueue(command)
-    return True
-
 
 def materialization_trigger(now: datetime) -> int:
     """Queue a materialize command for every running job whose next action is within the lookahead."""
@@ -104,7 +90,6 @@ def input_checks(now: datetime) -> int:
 def look_ahead(now: datetime) -> int:
     """Record which inputs of the actions due before the next tick already exist (ADR 0026); inputs asked."""
     from coordinators.due_start import look_ahead as ask_ahead
-    from statusservice.tick import tick_seconds
 
     return ask_ahead(now, now + timedelta(seconds=tick_seconds()))
 

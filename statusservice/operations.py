@@ -7,10 +7,11 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
+from coordinators.commands.actions import stale_after
 from operations.choices import JOB_UNFINISHED, OperationStatus
 from operations.commands import OperationCompleteXCommand
 from operations.models import Operation, OperationJob, completion_key
-from statusservice.coordinators import BATCH, stale_after
+from statusservice.common import BATCH
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 from xcommands.queue import enqueue

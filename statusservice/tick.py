@@ -25,6 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from coordinators.choices import JOB_CHECKING_INPUTS, ActionStatus
+from statusservice.common import setting_seconds, tick_seconds
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +35,6 @@ WAKEUP_TASK = "statusservice.wakeup"
 SLA_NOTIFY_TASK = "statusservice.sla_notifications"
 #: Commands after which the waiting actions' next checks may be due before the next tick.
 ARMING_COMMANDS = frozenset({"coordinators.CoordMaterializeXCommand", "coordinators.CoordActionInputCheckXCommand"})
-
-
-def _seconds(name: str, default: float) -> float:
-    return float(getattr(settings, name, default))
-
-
-def tick_seconds() -> float:
-    """How often beat sends the tick: SERVICE_TICK_SECONDS, or a shorter service period when one is set."""
-    return max(1.0, min(
-        _seconds("SERVICE_TICK_SECONDS", 10), _seconds("STATUS_SERVICE_SECONDS", 10), _seconds("COMMAND_SWEEP_SECONDS", 15),
-    ))
 
 
 # --- the services ---------------------------------------------------------------------------
@@ -138,7 +128,7 @@ class Service:
 
     def period(self) -> float:
         """Seconds between two runs (0: every tick)."""
-        return _seconds(self.period_setting, self.default_period) if self.period_setting else self.default_period
+        return setting_seconds(self.period_setting, self.default_period) if self.period_setting else self.default_period
 
 
 #: In the order a tick runs them: recovery of the engine first, deliveries last.
@@ -245,7 +235,7 @@ class Wakeup:
 
     def spacing(self) -> float:
         """The shortest time between two wake-ups of this kind (its old beat period)."""
-        return max(0.0, _seconds(self.spacing_setting, 1))
+        return max(0.0, setting_seconds(self.spacing_setting, 1))
 
 
 def _next_input_check(horizon: datetime) -> datetime | None:
