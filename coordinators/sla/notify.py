@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from coordinators.sla.models import NotifyStatus, SLAEvent
-from coordinators.sla.service import claim_rows
+from kernel.locking import skip_locked
 
 log = logging.getLogger("coordinators.sla")
 
@@ -137,7 +137,7 @@ def deliver(now: datetime | None = None, *, batch: int = BATCH) -> int:
     lease = timedelta(seconds=int(getattr(settings, "SLA_NOTIFY_LEASE_SECONDS", 120)))
     with transaction.atomic():
         events = list(
-            claim_rows(SLAEvent.objects.filter(notify_status=NotifyStatus.PENDING, next_attempt_at__lte=now))
+            skip_locked(SLAEvent.objects.filter(notify_status=NotifyStatus.PENDING, next_attempt_at__lte=now))
             .order_by("next_attempt_at")[:batch]
         )
         SLAEvent.objects.filter(pk__in=[e.pk for e in events]).update(next_attempt_at=now + lease)

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from coordinators.sla.evaluate import SLAError, from_json
 from coordinators.sla.models import NotifyStatus, SLAEvent, SLARegistration
+from coordinators.sla.notify import email_ready
 from coordinators.sla.rules import (
     TERMINAL_STATUSES,
     Decided,
@@ -30,21 +31,12 @@ from coordinators.sla.rules import (
     SLAStatus,
     assess,
 )
+from kernel.locking import skip_locked
 
 log = logging.getLogger("coordinators.sla")
 
 BATCH = 500
 ALL_EVENTS = tuple(e.value for e in EventType)
-
-
-def claim_rows(queryset: QuerySet[Any]) -> QuerySet[Any]:
-    """Rows claimed by this transaction, others' claimed rows skipped (PostgreSQL); as is elsewhere."""
-    features = connection.features
-    if not features.has_select_for_update_skip_locked:
-        return queryset  # SQLite: immediate transactions already serialize writers
-    if features.has_select_for_update_of:
-        return queryset.select_for_update(skip_locked=True, of=("self",))
-    return queryset.select_for_update(skip_locked=True)
 
 
 def _events_setting(name: str, default: Iterable[str]) -> frozenset[str]:
@@ -116,7 +108,7 @@ def reopen(action_ids: Iterable[str]) -> int:
     changed run count on an open record by itself).
     """
     with transaction.atomic():
-        records = list(claim_rows(SLARegistration.objects.filter(pk__in=list(action_ids))).select_related("action"))
+        records = list(skip_locked(SLARegistration.objects.filter(pk__in=list(action_ids))).select_related("action"))
         for record in records:
             _reset(record, record.action.run_count)
             record.save()
@@ -179,8 +171,6 @@ def channels_for(record: SLARegistration, event: str) -> list[str]:
         else _events_setting("SLA_ALERT_EVENTS", ["END_MISS"])
     )
     if record.alert_contact.strip() and event in email_events and getattr(settings, "SLA_EMAIL_ENABLED", True):
-        from coordinators.sla.notify import email_ready
-
         if email_ready():  # no mail server configured: said once in the log, the event stays in the admin
             channels.append("email")
     if getattr(settings, "SLA_WEBHOOK_URL", "") and event in _events_setting("SLA_WEBHOOK_EVENTS", ALL_EVENTS):
@@ -240,7 +230,7 @@ def check(now: datetime | None = None, *, batch: int = BATCH) -> int:
     )
     with transaction.atomic():
         records = list(
-            claim_rows(SLARegistration.objects.filter(closed=False).filter(Q(next_check_at__lte=now) | changed))
+            skip_locked(SLARegistration.objects.filter(closed=False).filter(Q(next_check_at__lte=now) | changed))
             .select_related("action")
             .order_by(F("next_check_at").asc(nulls_last=True))[:batch]
         )

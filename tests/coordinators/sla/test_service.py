@@ -208,9 +208,9 @@ def test_an_sla_that_does_not_evaluate_does_not_stop_materialization(monkeypatch
     Submission refuses such a block (validate_sla); materialization must still survive one
     (a job stored before the check, or a value that only goes wrong for a later action).
     """
-    import coordinators.services
+    import coordinators.preparation
 
-    monkeypatch.setattr(coordinators.services, "validate_sla", lambda resolved, now: None)
+    monkeypatch.setattr(coordinators.preparation, "validate_sla", lambda resolved, now: None)
     job = materialized_job(sla="<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time><sla:should-end>${-1 * HOURS}</sla:should-end>")
     action = job.actions.get()
     assert action.sla is not None and "must not be negative" in action.sla["error"]
