@@ -27,15 +27,9 @@ from django.utils.html import format_html
 
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
-from coordinators.admin import (
-    MAX_MESSAGES,
-    ReadOnlyAdmin,
-    pretty,
-    remember_reader,
-    shown,
-)
 from coordinators.choices import ActionStatus, IllegalTransition
 from coordinators.models import CoordinatorAction
+from kernel.admin_kit import MAX_MESSAGES, ReadOnlyAdmin, pretty, remember_reader, shown
 from kernel.display import status_colour, status_label
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker

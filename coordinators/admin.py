@@ -7,7 +7,6 @@ so permissions and transition rules are checked in one place.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import UTC
 from typing import Any
@@ -34,6 +33,16 @@ from coordinators.models import (
     StatusChange,
 )
 from coordinators.sla.notify import retry_now
+from kernel.admin_kit import (
+    MAX_MESSAGES,
+    ReadOnlyAdmin,
+    StatusWordsFilter,
+    badge,
+    change_link,
+    pretty,
+    remember_reader,
+    shown,
+)
 from kernel.display import (
     compact_time,
     frequency_words,
@@ -50,41 +59,6 @@ from operations.bulk import VERBS as BULK_VERBS
 from operations.bulk import admin_threshold, start_for_selection
 
 TIMELINE_PAGE = 100
-MAX_MESSAGES = 20
-
-
-def badge(status: str) -> str:
-    """A status as the one coloured label of every page (kernel.display.status_label)."""
-    return status_label(status)
-
-
-def pretty(value: Any) -> str:
-    """JSON in a <pre>."""
-    return format_html("<pre style='margin:0'>{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
-
-
-#: Where an object page keeps what its reader is shown of the job's secret properties (kernel.secrets).
-SHOWN = "_secrets_shown"
-
-
-def remember_reader(obj: Any, user: Any, owner_id: Any, *sources: Any) -> Any:
-    """Note on the object (loaded for one request) what `user` is shown: display methods get the object only."""
-    setattr(obj, SHOWN, masker_for(user, owner_id, *sources))
-    return obj
-
-
-def shown(obj: Any, *sources: Any) -> Masker:
-    """What the page's reader is shown of the object's secrets; everything masked when nobody noted the reader."""
-    remembered: Masker | None = getattr(obj, SHOWN, None)
-    return remembered if remembered is not None else masker(*sources)
-
-
-def change_link(obj: Any, text: str | None = None) -> str:
-    """A link to an object's admin page (ids with '@' are quoted as the admin expects)."""
-    meta = obj._meta
-    url = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[quote(obj.pk)])
-    return format_html('<a href="{}">{}</a>', url, text or obj.pk)
-
 
 #: The most status changes a page shows (the newest); the API pages through all of them.
 HISTORY_ROWS = 200
@@ -124,45 +98,6 @@ def render_status_history(modeladmin: admin.ModelAdmin[Any], request: HttpReques
             f"admin:{modeladmin.opts.app_label}_{modeladmin.opts.model_name}_change", args=[quote(obj.pk)]),
     }
     return TemplateResponse(request, "admin/coordinators/status_history.html", context)
-
-
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    """No adding, deleting or editing: objects change through commands, never through a form."""
-
-    #: False: the list hides the admin's app sidebar, leaving its columns the width of the screen.
-    nav_sidebar = True
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Model-level "change" lets operators run bulk actions; an object page is view-only.
-        return obj is None and super().has_change_permission(request)
-
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
-        """Titled by what it lists ("Coordinator actions"), not "Select ... to change": nothing here is edited."""
-        title = str(self.model._meta.verbose_name_plural)
-        context: dict[str, Any] = {"title": title[:1].upper() + title[1:]}
-        if not self.nav_sidebar:
-            context["is_nav_sidebar_enabled"] = False
-        return super().changelist_view(request, {**context, **(extra_context or {})})
-
-
-class StatusWordsFilter(admin.SimpleListFilter):
-    """The status filter with statuses in words ("running with error"); same parameter as the stock one."""
-
-    title = "status"
-    parameter_name = "status__exact"
-    statuses: tuple[str, ...] = ()
-
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
-        return [(status, status_words(status)) for status in self.statuses]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        return queryset.filter(status=self.value()) if self.value() in self.statuses else queryset
 
 
 class JobStatusFilter(StatusWordsFilter):

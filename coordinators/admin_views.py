@@ -289,7 +289,7 @@ def gantt_view(modeladmin: CoordinatorJobAdmin, request: HttpRequest, object_id:
 
 def _report(modeladmin: CoordinatorJobAdmin, request: HttpRequest, verb: str, done: list[str], refused: list[str]) -> None:
     """One success message naming what was queued, one warning per refusal (the first MAX_MESSAGES)."""
-    from coordinators.admin import MAX_MESSAGES
+    from kernel.admin_kit import MAX_MESSAGES
 
     if done:
         more = f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else ""

@@ -9,7 +9,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from coordinators.admin import ReadOnlyAdmin, badge, pretty
+from kernel.admin_kit import ReadOnlyAdmin, badge, pretty
 from kernel.permissions import is_admin
 from operations.choices import JOB_UNFINISHED, JobStatus
 from operations.commands import skipped_jobs

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from coordinators.admin import (
+from kernel.admin_kit import (
     MAX_MESSAGES,
     SHOWN,
     ReadOnlyAdmin,

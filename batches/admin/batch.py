@@ -51,7 +51,7 @@ from batches.choices import QUEUES
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, BatchReport, ReportDelivery
-from coordinators.admin import ReadOnlyAdmin
+from kernel.admin_kit import ReadOnlyAdmin
 from kernel.permissions import JobPermissionDenied, is_admin
 
 JOBS_PER_PAGE = 50

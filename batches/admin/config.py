@@ -21,8 +21,8 @@ from django.urls import reverse
 from batches.admin.display import badge, size, when
 from batches.admin.verbs import REFUSALS, HoldForm, applying, value_page
 from batches.models import Collection, IngestSettings, Profile
-from coordinators.admin import MAX_MESSAGES
 from kernel import task_registry, user_tasks
+from kernel.admin_kit import MAX_MESSAGES
 from kernel.permissions import is_admin
 
 #: Registered tasks that are the engine's own, never a processing task.

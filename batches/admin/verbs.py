@@ -22,7 +22,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from batches.commands import NeedsConfirmation
-from coordinators.admin import MAX_MESSAGES
+from kernel.admin_kit import MAX_MESSAGES
 from kernel.permissions import JobPermissionDenied
 from kernel.statemachine import IllegalTransition
 

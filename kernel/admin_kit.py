@@ -1,0 +1,96 @@
+"""The admin kit every app's pages share: read-only model admins, status filters in words, badges, links, JSON, secrets shown.
+
+Below every app (kernel): what a page shows of a job's secrets is decided here for all of them
+(`remember_reader`, `shown`), and a status looks the same on every page (`badge`: the one label
+of kernel.display).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from kernel.display import status_label, status_words
+from kernel.secrets import Masker, masker, masker_for
+
+#: The most messages one bulk action writes on the page (the rest are counted).
+MAX_MESSAGES = 20
+
+
+def badge(status: str) -> str:
+    """A status as the one coloured label of every page (kernel.display.status_label)."""
+    return status_label(status)
+
+
+def pretty(value: Any) -> str:
+    """JSON in a <pre>."""
+    return format_html("<pre style='margin:0'>{}</pre>", json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+#: Where an object page keeps what its reader is shown of the job's secret properties (kernel.secrets).
+SHOWN = "_secrets_shown"
+
+
+def remember_reader(obj: Any, user: Any, owner_id: Any, *sources: Any) -> Any:
+    """Note on the object (loaded for one request) what `user` is shown: display methods get the object only."""
+    setattr(obj, SHOWN, masker_for(user, owner_id, *sources))
+    return obj
+
+
+def shown(obj: Any, *sources: Any) -> Masker:
+    """What the page's reader is shown of the object's secrets; everything masked when nobody noted the reader."""
+    remembered: Masker | None = getattr(obj, SHOWN, None)
+    return remembered if remembered is not None else masker(*sources)
+
+
+def change_link(obj: Any, text: str | None = None) -> str:
+    """A link to an object's admin page (ids with '@' are quoted as the admin expects)."""
+    meta = obj._meta
+    url = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[quote(obj.pk)])
+    return format_html('<a href="{}">{}</a>', url, text or obj.pk)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
+    """No adding, deleting or editing: objects change through commands, never through a form."""
+
+    #: False: the list hides the admin's app sidebar, leaving its columns the width of the screen.
+    nav_sidebar = True
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Model-level "change" lets operators run bulk actions; an object page is view-only.
+        return obj is None and super().has_change_permission(request)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        """Titled by what it lists ("Coordinator actions"), not "Select ... to change": nothing here is edited."""
+        title = str(self.model._meta.verbose_name_plural)
+        context: dict[str, Any] = {"title": title[:1].upper() + title[1:]}
+        if not self.nav_sidebar:
+            context["is_nav_sidebar_enabled"] = False
+        return super().changelist_view(request, {**context, **(extra_context or {})})
+
+
+class StatusWordsFilter(admin.SimpleListFilter):
+    """The status filter with statuses in words ("running with error"); same parameter as the stock one."""
+
+    title = "status"
+    parameter_name = "status__exact"
+    statuses: tuple[str, ...] = ()
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
+        return [(status, status_words(status)) for status in self.statuses]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(status=self.value()) if self.value() in self.statuses else queryset
