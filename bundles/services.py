@@ -23,11 +23,11 @@ from bundles.choices import BundleStatus
 from bundles.definitions import parse_bundle, resolve_bundle, run_configuration
 from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
-from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction
 from coordinators.preparation import check_storable, prepare_coordinator
 from coordinators.sources import check_readable, read_application
 from kernel.permissions import check_modify
+from oozie.definitions import DefinitionError
 from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
 from xcommands.queue import enqueue

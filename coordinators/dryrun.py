@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from coordinators.definitions import DefinitionError, Loader, load_configuration, parse_coordinator
-from coordinators.el import ELError
 from coordinators.plan import iter_action_plans, resolve_coordinator
 from coordinators.plan.resolve import expand_properties
 from datasets.timeline import DEFAULT_MAX_INSTANCES, TimelineError
+from oozie.definitions import DefinitionError, Loader, load_configuration, parse_coordinator
+from oozie.el import ELError
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576

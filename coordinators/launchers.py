@@ -90,8 +90,8 @@ def launch_application(job: CoordinatorJob, action: CoordinatorAction, now: date
     read or is refused still gives a workflow job: FAILED at once, its error saying why, so
     the action FAILS with that message through the usual report.
     """
-    from coordinators.definitions import DefinitionError
     from coordinators.preparation import workflow_app_path
+    from oozie.definitions import DefinitionError
     from workflows.definitions.loader import load_application
     from workflows.definitions.submission import prepare_workflow
     from workflows.engine import create_job, failed_launch

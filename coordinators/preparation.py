@@ -16,8 +16,6 @@ from django.conf import settings
 from django.db.models import IntegerField
 from django.utils import timezone
 
-from coordinators.definitions import DefinitionError, fsspec_loader, parse_coordinator
-from coordinators.definitions.includes import Loader
 from coordinators.models import CoordinatorJob
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from coordinators.sla.evaluate import validate_sla
@@ -27,6 +25,8 @@ from coordinators.sources import (
     submission_loader,
 )
 from kernel import user_tasks
+from oozie.definitions import DefinitionError, fsspec_loader, parse_coordinator
+from oozie.definitions.includes import Loader
 from workflows.actions.celery import check_definition_tasks
 from workflows.notifications import check_notification_properties
 

@@ -11,7 +11,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
 from coordinators.plan import resolve_coordinator
 from coordinators.preparation import (
@@ -27,6 +26,7 @@ from coordinators.sources import (
 )
 from datasets.timeline import format_datetime
 from kernel.permissions import check_modify
+from oozie.definitions import DefinitionError, parse_coordinator
 from xcommands.base import XCommand
 
 

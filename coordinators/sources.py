@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping
 
 from django.conf import settings
 
-from coordinators.definitions import (
+from kernel import storage
+from oozie.definitions import (
     ApplicationNotFoundError,
     ApplicationUnreadableError,
     DefinitionError,
     fsspec_loader,
 )
-from coordinators.definitions.includes import Loader
-from kernel import storage
+from oozie.definitions.includes import Loader
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576

@@ -28,7 +28,7 @@ from bundles.models import JOB_ID_SUFFIX, BundleAction, BundleJob
 from coordinators.api.filters import readable_jobs
 from coordinators.choices import IllegalTransition
 from coordinators.commands.change import ChangeRefused
-from coordinators.definitions import (
+from oozie.definitions import (
     ApplicationNotFoundError,
     DefinitionError,
     DocumentTooLargeError,

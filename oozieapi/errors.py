@@ -14,7 +14,8 @@ from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.http import HttpResponse
 
 from coordinators.choices import IllegalTransition
-from coordinators.definitions import (
+from kernel.permissions import JobPermissionDenied
+from oozie.definitions import (
     ApplicationNotFoundError,
     ApplicationUnreadableError,
     DocumentTooLargeError,
@@ -25,7 +26,6 @@ from coordinators.definitions import (
     UnsafeXMLError,
     UnsupportedNamespaceError,
 )
-from kernel.permissions import JobPermissionDenied
 
 # The subset of Oozie's ErrorCode templates this service answers with (same codes, same text).
 TEMPLATES = {

@@ -11,9 +11,9 @@ from typing import Any
 from django.http import HttpResponse
 
 from bundles.models import BundleJob
-from coordinators.definitions import DefinitionError, serialize_hadoop_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline.datetimes import available_timezone_ids, resolve_timezone
+from oozie.definitions import DefinitionError, serialize_hadoop_configuration
 from oozieapi.errors import bad_parameter
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"

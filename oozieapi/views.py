@@ -27,10 +27,10 @@ from coordinators import services
 from coordinators.api.filters import readable_jobs
 from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
-from coordinators.definitions import parse_hadoop_configuration
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.permissions import check_read
+from oozie.definitions import parse_hadoop_configuration
 from oozieapi import bulk, bundles
 from oozieapi import workflows as oozie_workflows
 from oozieapi.admin import RESOURCES as ADMIN_RESOURCES

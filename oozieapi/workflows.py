@@ -23,10 +23,10 @@ from django.http import HttpResponse
 from django.utils import timezone
 from lxml import etree
 
-from coordinators.definitions import DefinitionError
-from coordinators.definitions.xmlsafe import local_name, parse_xml
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.permissions import OwnedJob, check_modify, check_read
+from oozie.definitions import DefinitionError
+from oozie.definitions.xmlsafe import local_name, parse_xml
 from oozieapi.errors import OozieError, bad_parameter, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822
@@ -503,7 +503,7 @@ def _rerun(caller: Any, workflow: WorkflowJob, body: bytes, content_type: str) -
     Refusals name Oozie's codes: both properties E0404, a job not ended E0805, a sub-workflow
     E0755 (rerun its parent), skip-nodes that did not succeed E0807; nothing is queued then.
     """
-    from coordinators.definitions import parse_hadoop_configuration
+    from oozie.definitions import parse_hadoop_configuration
     from workflows.engine import WorkflowError
 
     properties: dict[str, str] = {}
@@ -549,7 +549,7 @@ def submit(caller: Any, properties: Mapping[str, str], action: str) -> HttpRespo
 
 def submission_error(exc: DefinitionError) -> OozieError:
     """A refused workflow application in Oozie's words: its code for the kind of refusal, our one-line reason."""
-    from coordinators.definitions import (
+    from oozie.definitions import (
         ApplicationNotFoundError,
         DocumentTooLargeError,
         MalformedXMLError,

@@ -2,7 +2,7 @@
 
 Expressions in a node (its spec, a decision's cases, a kill message) are evaluated when the
 node runs, with the job's state of that moment (`WorkflowState`), on the safe EL engine of
-coordinators.el. Values Oozie leaves null (an unset property, a node that has not run) are
+oozie.el. Values Oozie leaves null (an unset property, a node that has not run) are
 null here too: `${empty wf:errorCode('x')}` and `firstNotNull(wf:conf('x'), 'd')` behave as
 in Oozie, and null prints as ''. `fs:` paths are limited as every storage path a workflow
 touches is (workflows.actions.storage, ADR 0022).
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinators.el import (
+from oozie.el import (
     ELContext,
     ELEvaluationError,
     ELFunction,
@@ -191,7 +191,7 @@ def _to_properties(ctx: ELContext, value: Any) -> str:
 
 
 def _to_configuration(ctx: ELContext, value: Any) -> str:
-    from coordinators.definitions import DefinitionError, serialize_hadoop_configuration
+    from oozie.definitions import DefinitionError, serialize_hadoop_configuration
 
     try:
         return serialize_hadoop_configuration(_string_map(value, "toConfigurationStr")).decode("utf-8")
@@ -336,7 +336,7 @@ def workflow_context(state: WorkflowState) -> ELContext:
 
 
 def evaluate_text(template: str, state: WorkflowState) -> str:
-    """A template's text (null is ''); raises coordinators.el.ELError on a bad expression."""
+    """A template's text (null is ''); raises oozie.el.ELError on a bad expression."""
     return evaluate_to_string(template, workflow_context(state))
 
 

@@ -267,7 +267,7 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
             raise
         log.warning("workflow %s: node %s failed to run: %s", workflow.id, name,
                     masker(*workflow.secret_sources()).text(str(exc)))  # operators read logs, not owners
-        code = "EL_ERROR" if type(exc).__module__.startswith("coordinators.el") else type(exc).__name__[:64]
+        code = "EL_ERROR" if type(exc).__module__.startswith("oozie.el") else type(exc).__name__[:64]
         if node.kind == "action":
             row = _reset_action(workflow, node, now, status=NodeStatus.FAILED)
             row.error_code, row.error_message, row.ended_at = code, str(exc)[:4000], now

@@ -26,9 +26,9 @@ from celery import current_app as app  # project.celery's app, set up by this pr
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
-from coordinators.definitions.errors import DefinitionError
 from kernel import outbound
 from kernel.secrets import Masker, masker
+from oozie.definitions.errors import DefinitionError
 
 log = logging.getLogger(__name__)
 

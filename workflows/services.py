@@ -86,7 +86,7 @@ APP_PATH_PROPERTY = "oozie.wf.application.path"
 
 def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) -> Any:
     """Read and validate the application a job configuration names (DefinitionError if refused; nothing stored)."""
-    from coordinators.definitions import DefinitionError
+    from oozie.definitions import DefinitionError
     from workflows.definitions.loader import load_application
     from workflows.definitions.submission import prepare_workflow
 

@@ -22,9 +22,9 @@ from bundles.definitions import parse_bundle, resolve_bundle, run_configuration
 from bundles.models import BundleAction, BundleJob
 from bundles.status import derive_status
 from coordinators.choices import JOB_TERMINAL, JobStatus
-from coordinators.definitions import DefinitionError
 from kernel.secrets import mask_text
 from kernel.statemachine import transition_path
+from oozie.definitions import DefinitionError
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue, enqueue_many

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from coordinators.definitions.model import Parameter
+from oozie.definitions.model import Parameter
 
 
 @dataclass(frozen=True, slots=True)

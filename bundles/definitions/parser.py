@@ -5,11 +5,11 @@ from __future__ import annotations
 from lxml import etree
 
 from bundles.definitions.model import BundleApp, BundleCoordinator
-from coordinators.definitions.errors import DefinitionError, UnsupportedNamespaceError
-from coordinators.definitions.includes import child, children, text
-from coordinators.definitions.model import Parameter
-from coordinators.definitions.schemas import BUNDLE_SCHEMAS, schema_version, validate
-from coordinators.definitions.xmlsafe import DEFAULT_MAX_BYTES, local_name, parse_xml, source_line
+from oozie.definitions.errors import DefinitionError, UnsupportedNamespaceError
+from oozie.definitions.includes import child, children, text
+from oozie.definitions.model import Parameter
+from oozie.definitions.schemas import BUNDLE_SCHEMAS, schema_version, validate
+from oozie.definitions.xmlsafe import DEFAULT_MAX_BYTES, local_name, parse_xml, source_line
 
 
 class DuplicateCoordinatorError(DefinitionError):

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from bundles.definitions.model import BundleApp, ResolvedBundle, ResolvedCoordinator
-from coordinators.definitions.errors import DefinitionError
-from coordinators.definitions.parser import merge_parameters
-from coordinators.el import (
+from datasets.timeline import parse_datetime
+from datasets.timeline.errors import TimelineError
+from oozie.definitions.errors import DefinitionError
+from oozie.definitions.parser import merge_parameters
+from oozie.el import (
     ELContext,
     ELError,
     ELEvaluationError,
@@ -26,8 +28,6 @@ from coordinators.el import (
     evaluate_to_string,
     unresolved_variables,
 )
-from datasets.timeline import parse_datetime
-from datasets.timeline.errors import TimelineError
 
 COORD_APP_PATH = "oozie.coord.application.path"
 BUNDLE_ID = "oozie.bundle.id"

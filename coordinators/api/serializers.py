@@ -10,9 +10,9 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from coordinators.choices import ActionStatus, JobStatus
-from coordinators.definitions import load_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from kernel.secrets import masker, may_see_secrets
+from oozie.definitions import load_configuration
 from workflows.models import WorkflowJob
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"

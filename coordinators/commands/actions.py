@@ -24,7 +24,6 @@ from coordinators.choices import (
     transition_path,
 )
 from coordinators.commands.base import ActionCommand, JobCommand
-from coordinators.definitions import DefinitionError
 from coordinators.launchers import launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.plan import (
@@ -36,6 +35,7 @@ from coordinators.plan import (
 )
 from datasets.availability import is_available, still_missing
 from datasets.timeline import count_before, nominal_time
+from oozie.definitions import DefinitionError
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 

@@ -12,12 +12,12 @@ from django.utils import timezone
 from coordinators.bulk import ActionWriter, gc_paused
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
 from coordinators.commands.base import JobCommand
-from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange, record_changes
 from coordinators.plan import ActionPlanner, ResolvedCoordinator
 from coordinators.sla.evaluate import plan_sla
 from coordinators.sla.service import register_actions
 from datasets.timeline import count_before, iter_nominal_times, nominal_time
+from oozie.definitions import DefinitionError
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 

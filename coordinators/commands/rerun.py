@@ -186,8 +186,8 @@ class CoordRerunXCommand(JobCommand):
             if not self.nocleanup:
                 removed += clean_outputs(action, keep)
             if (self.refresh or action.number in unplanned) and resolved is not None:
-                from coordinators.definitions import DefinitionError
                 from coordinators.plan import plan_action
+                from oozie.definitions import DefinitionError
 
                 try:
                     plan = plan_action(resolved, action.number, now=now, nominal=action.nominal_time)

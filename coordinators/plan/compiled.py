@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinators.el import ELContext, Expression, FunctionRegistry, Phase, evaluate_node
-from coordinators.el.nodes import Call, Literal, Node, Variable
+from oozie.el import ELContext, Expression, FunctionRegistry, Phase, evaluate_node
+from oozie.el.nodes import Call, Literal, Node, Variable
 
 Compiled = Callable[[ELContext], Any]
 

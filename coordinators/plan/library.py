@@ -16,14 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from coordinators.el import (
-    ELContext,
-    ELEvaluationError,
-    ELFunction,
-    FunctionRegistry,
-    Phase,
-    to_integer,
-)
 from coordinators.plan.ranges import role_name
 from datasets.timeline import (
     DatasetTimeline,
@@ -41,6 +33,14 @@ from datasets.timeline import (
     resolve_timezone,
     start_of_period,
     tz_offset,
+)
+from oozie.el import (
+    ELContext,
+    ELEvaluationError,
+    ELFunction,
+    FunctionRegistry,
+    Phase,
+    to_integer,
 )
 
 SUBMISSION_ONWARDS = frozenset({Phase.SUBMISSION, Phase.CREATION, Phase.START})

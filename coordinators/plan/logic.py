@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from coordinators.definitions import DataIn, LogicNode
-from coordinators.el import (
+from oozie.definitions import DataIn, LogicNode
+from oozie.el import (
     ELContext,
     ELError,
     Expression,

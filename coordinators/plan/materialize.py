@@ -7,21 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from coordinators.definitions import DataIn, DefinitionError
-from coordinators.el import (
-    ELContext,
-    ELError,
-    Expression,
-    Phase,
-    calls_in,
-    evaluate,
-    evaluate_node,
-    parse_template,
-    partially_resolve,
-    to_integer,
-    to_text,
-)
-from coordinators.el.nodes import Call, Node, walk
 from coordinators.plan.compiled import Compiled, compile_expression, evaluate_compiled
 from coordinators.plan.library import REGISTRY, STORAGE_FUNCTIONS, InstanceRef
 from coordinators.plan.logic import as_json as logic_json
@@ -36,6 +21,21 @@ from datasets.timeline import (
     nominal_time,
     parse_datetime,
 )
+from oozie.definitions import DataIn, DefinitionError
+from oozie.el import (
+    ELContext,
+    ELError,
+    Expression,
+    Phase,
+    calls_in,
+    evaluate,
+    evaluate_node,
+    parse_template,
+    partially_resolve,
+    to_integer,
+    to_text,
+)
+from oozie.el.nodes import Call, Node, walk
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from coordinators.definitions import DataIn
-from coordinators.el import ELContext, ELError, evaluate_node, parse_template, to_integer
-from coordinators.el.nodes import Call, Literal, Node, Variable
-from coordinators.el.template import Expression
 from datasets.timeline import DatasetTimeline, TimelineError, format_datetime, parse_datetime
+from oozie.definitions import DataIn
+from oozie.el import ELContext, ELError, evaluate_node, parse_template, to_integer
+from oozie.el.nodes import Call, Literal, Node, Variable
+from oozie.el.template import Expression
 
 REVERSED = "start-instance should be equal or earlier than the end-instance"
 #: Instance functions whose instance grows with their (only) integer argument.

@@ -8,23 +8,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Any
 
-from coordinators.definitions import CoordinatorApp, DataIn, DefinitionError, merge_parameters
-from coordinators.el import (
-    ELContext,
-    ELError,
-    Phase,
-    calls_in,
-    default_variables,
-    evaluate,
-    evaluate_node,
-    evaluate_to_string,
-    parse_template,
-    partially_resolve,
-    to_integer,
-    unresolved_variables,
-)
-from coordinators.el.nodes import Call, walk
-from coordinators.el.template import Expression
 from coordinators.plan.library import FREQUENCY_FUNCTIONS, REGISTRY, STORAGE_FUNCTIONS
 from coordinators.plan.logic import Logic, origin_note, resolve_logic
 from coordinators.plan.ranges import REVERSED, check_literal_ranges
@@ -41,6 +24,23 @@ from datasets.timeline import (
     parse_frequency,
     resolve_timezone,
 )
+from oozie.definitions import CoordinatorApp, DataIn, DefinitionError, merge_parameters
+from oozie.el import (
+    ELContext,
+    ELError,
+    Phase,
+    calls_in,
+    default_variables,
+    evaluate,
+    evaluate_node,
+    evaluate_to_string,
+    parse_template,
+    partially_resolve,
+    to_integer,
+    unresolved_variables,
+)
+from oozie.el.nodes import Call, walk
+from oozie.el.template import Expression
 
 TIME_VARIABLES = frozenset({"YEAR", "MONTH", "DAY", "HOUR", "MINUTE"})
 INSTANCE_FUNCTIONS = frozenset(

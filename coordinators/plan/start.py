@@ -31,13 +31,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from coordinators.definitions import DataIn, DefinitionError
-from coordinators.el import ELError, Phase, evaluate, partially_resolve
 from coordinators.plan.library import STORAGE_FUNCTIONS, InstanceRef, StorageQuery
 from coordinators.plan.logic import Outcome, evaluate_logic, named_uris
 from coordinators.plan.materialize import ActionPlan, instance_ref, instance_uri
 from coordinators.plan.resolve import ResolvedCoordinator, ResolvedDataset, uses_storage
 from datasets.timeline import TimelineError, TooManyInstancesError, format_datetime
+from oozie.definitions import DataIn, DefinitionError
+from oozie.el import ELError, Phase, evaluate, partially_resolve
 
 Availability = Callable[[str, str], bool]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from coordinators.definitions import DefinitionError, SLAInfo
-from coordinators.el import ELError, Phase, evaluate, evaluate_to_string
 from coordinators.plan.materialize import ActionPlan
 from coordinators.plan.resolve import ResolvedCoordinator
 from coordinators.sla.rules import EventType, Expectations
 from datasets.timeline import TimelineError, format_datetime, parse_datetime
+from oozie.definitions import DefinitionError, SLAInfo
+from oozie.el import ELError, Phase, evaluate, evaluate_to_string
 
 log = logging.getLogger(__name__)
 

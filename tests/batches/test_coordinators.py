@@ -16,11 +16,11 @@ from batches.models import Batch
 from batches.services import batch_verb, hold_collection, release_collection
 from coordinators.batch_launch import BATCH_NODE, CoordBatchSubmitXCommand, worker_of
 from coordinators.choices import ActionStatus, JobStatus
-from coordinators.definitions import DefinitionError
 from coordinators.launchers import launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import control, submit_coordinator
 from datasets.timeline import format_datetime
+from oozie.definitions import DefinitionError
 from statusservice.tasks import input_checks
 from tests.batches.conftest import Ingest, settle
 from tests.support.processes import WorkerProcess, wait_until

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from bundles import services
 from bundles.models import BundleJob
-from coordinators.definitions import DefinitionError, parse_properties
+from oozie.definitions import DefinitionError, parse_properties
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.support.processes import ROOT
 

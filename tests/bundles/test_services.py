@@ -16,9 +16,9 @@ from coordinators.choices import IllegalTransition
 from coordinators.choices import JobStatus as J
 from coordinators.commands.change import ChangeRefused
 from coordinators.commands.rerun import RerunRefused
-from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorJob
 from kernel.permissions import JobPermissionDenied
+from oozie.definitions import DefinitionError
 from tests.bundles.conftest import run_actions, settle
 from tests.bundles.factories import bundle_xml, minute, window, write_coordinator
 from xcommands.models import Command

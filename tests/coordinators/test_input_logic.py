@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from coordinators.definitions import DefinitionError, MalformedXMLError, parse_coordinator
 from coordinators.dryrun import as_text, dryrun
 from coordinators.plan import (
     ResolvedCoordinator,
@@ -25,6 +24,7 @@ from coordinators.plan import (
 )
 from coordinators.plan.logic import MISSING, SATISFIED, WAITING, Outcome
 from coordinators.plan.materialize import ActionPlan
+from oozie.definitions import DefinitionError, MalformedXMLError, parse_coordinator
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ROOT = "hdfs://nn:8020/data"

@@ -21,11 +21,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus, JobStatus
-from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.plan import iter_action_plans, plan_action, resolve_coordinator
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime, parse_datetime, resolve_timezone, to_local
+from oozie.definitions import DefinitionError, parse_coordinator
 from tests.coordinators.api.factories import api, user
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands
 from tests.oozieapi.client import Oozie, error_of

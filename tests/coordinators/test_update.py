@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from coordinators.choices import JobStatus
 from coordinators.commands.update import UpdateRefused, unified, update_diff
-from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorJob
 from coordinators.services import change_job, submit_coordinator, submit_from_properties, update_job
 from datasets.timeline import format_datetime
 from kernel.permissions import JobPermissionDenied
+from oozie.definitions import DefinitionError
 from statusservice.coordinators import materialization_trigger
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
 from xcommands.choices import CommandStatus

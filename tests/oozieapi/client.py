@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.test import Client
 
-from coordinators.definitions import serialize_hadoop_configuration
+from oozie.definitions import serialize_hadoop_configuration
 from tests.coordinators.api.factories import token
 
 

@@ -22,8 +22,8 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 from django.utils import timezone
 
-from coordinators.definitions import serialize_hadoop_configuration
 from datasets.timeline import format_datetime
+from oozie.definitions import serialize_hadoop_configuration
 from tests.coordinators.api.factories import token, user
 from tests.support.processes import WorkerProcess, wait_until
 

@@ -14,10 +14,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus, JobStatus
-from coordinators.definitions import serialize_hadoop_configuration
 from coordinators.models import CoordinatorJob
 from coordinators.services import control, submit_from_properties
 from datasets.timeline import format_datetime
+from oozie.definitions import serialize_hadoop_configuration
 from tests.coordinators.api.factories import api
 from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 from lxml import etree
 
-from coordinators.definitions import serialize_hadoop_configuration
+from oozie.definitions import serialize_hadoop_configuration
 from tests.oozieapi.client import Oozie, error_of
 from tests.oozieapi.test_workflow_jobs import NODE_KEYS, RFC822, WORKFLOW_KEYS, launch
 from tests.workflows.api.factories import APP_PATH, drive, pipeline_app, rows, submit, write_app

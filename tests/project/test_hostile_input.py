@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coordinators.choices import JobStatus
-from coordinators.definitions import serialize_hadoop_configuration
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from kernel.parsers import MAX_JSON_DEPTH
+from oozie.definitions import serialize_hadoop_configuration
 from tests.coordinators.api.factories import bulk_actions, coordinator_xml, token, user, window
 from tests.oozieapi.client import basic, error_of
 from xcommands.models import Command

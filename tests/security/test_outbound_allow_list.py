@@ -505,7 +505,7 @@ def test_bundle_submission_refused_naming_the_property(ann: User, tmp_path: Path
     """Rule 5: a bundle whose properties name an unlisted notification host is refused; no bundle stored."""
     from bundles.models import BundleJob
     from bundles.services import submit_bundle
-    from coordinators.definitions import DefinitionError
+    from oozie.definitions import DefinitionError
     from tests.bundles.factories import bundle_xml, window, write_coordinator
 
     hourly = write_coordinator(tmp_path, "hourly")

@@ -59,8 +59,8 @@ def root_forms(sandbox: dict[str, Path]) -> list[str]:
 
 def coordinators_checker(roots: list[str], django_settings: Any) -> Callable[[str], str]:
     """COORD_APPLICATION_ROOTS through coordinators.sources.check_readable (what submissions read)."""
-    from coordinators.definitions import DefinitionError
     from coordinators.sources import check_readable
+    from oozie.definitions import DefinitionError
 
     django_settings.COORD_APPLICATION_ROOTS = roots
 

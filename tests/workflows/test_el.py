@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from coordinators.definitions import parse_hadoop_configuration, parse_properties
-from coordinators.el import ELError, ELEvaluationError, ELUnresolvedVariable, evaluate
+from oozie.definitions import parse_hadoop_configuration, parse_properties
+from oozie.el import ELError, ELEvaluationError, ELUnresolvedVariable, evaluate
 from workflows.el import (
     FUNCTION_NAMES,
     NodeState,

@@ -382,9 +382,9 @@ def test_a_coordinator_action_runs_a_workflow_application(tmp_path: Path) -> Non
 
 def test_a_coordinator_naming_a_missing_or_bad_application_is_refused(tmp_path: Path) -> None:
     """The workflow application is read and validated at coordinator submission; nothing is stored."""
-    from coordinators.definitions import DefinitionError
     from coordinators.models import CoordinatorJob
     from coordinators.services import submit_coordinator
+    from oozie.definitions import DefinitionError
     from tests.workflows.conftest import minute
 
     bad = tmp_path / "bad"

@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coordinators.definitions import parse_coordinator
 from coordinators.plan import iter_action_plans, resolve_coordinator
 from datasets.timeline import parse_datetime
+from oozie.definitions import parse_coordinator
 
 APP = """<coordinator-app name="bench" frequency="${coord:minutes(1)}" start="2020-01-01T00:00Z" end="2030-01-01T00:00Z"
     timezone="America/New_York" xmlns="uri:oozie:coordinator:0.4">

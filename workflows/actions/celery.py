@@ -15,8 +15,8 @@ from typing import Any
 
 from celery import current_app as app  # project.celery's app, set up by this process
 
-from coordinators.definitions import DefinitionError
 from kernel import task_registry, user_tasks
+from oozie.definitions import DefinitionError
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit, properties_text
 from workflows.actions.options import max_output_data

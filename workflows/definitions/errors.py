@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinators.definitions.errors import DefinitionError, UnsupportedFeatureError
+from oozie.definitions.errors import DefinitionError, UnsupportedFeatureError
 
 
 class UnsupportedActionError(UnsupportedFeatureError):

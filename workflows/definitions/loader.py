@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinators.definitions.config import parse_hadoop_configuration
-from coordinators.definitions.errors import ApplicationUnreadableError
+from oozie.definitions.config import parse_hadoop_configuration
+from oozie.definitions.errors import ApplicationUnreadableError
 
 APP_PATH_PROPERTY = "oozie.wf.application.path"
 CONFIG_DEFAULT = "config-default.xml"

@@ -8,10 +8,10 @@ from typing import Any
 
 from lxml import etree
 
-from coordinators.definitions.errors import DefinitionError
-from coordinators.definitions.includes import child, children, text
-from coordinators.definitions.model import Parameter
-from coordinators.definitions.xmlsafe import local_name, namespace_of, parse_xml, source_line
+from oozie.definitions.errors import DefinitionError
+from oozie.definitions.includes import child, children, text
+from oozie.definitions.model import Parameter
+from oozie.definitions.xmlsafe import local_name, namespace_of, parse_xml, source_line
 from workflows.definitions.errors import (
     TooManyNodesError,
     UnsupportedActionError,

@@ -10,10 +10,10 @@ from typing import Any
 
 from lxml import etree
 
-from coordinators.definitions.errors import SchemaValidationError, UnsupportedNamespaceError
-from coordinators.definitions.schemas import SLA_SCHEMAS
-from coordinators.definitions.schemas import XSD_DIR as COORDINATOR_XSD_DIR
-from coordinators.definitions.xmlsafe import local_name, namespace_of, source_line
+from oozie.definitions.errors import SchemaValidationError, UnsupportedNamespaceError
+from oozie.definitions.schemas import SLA_SCHEMAS
+from oozie.definitions.schemas import XSD_DIR as COORDINATOR_XSD_DIR
+from oozie.definitions.xmlsafe import local_name, namespace_of, source_line
 
 XSD_DIR = Path(__file__).resolve().parent / "xsd"
 WORKFLOW_VERSIONS = ("0.1", "0.2", "0.2.5", "0.3", "0.4", "0.4.5", "0.5", "1.0")
@@ -65,7 +65,7 @@ def _schema() -> etree.XMLSchema:
         *((ns, name) for ns, (_, name) in EXTENSION_SCHEMAS.items()),
         *SLA_SCHEMAS.items(),
     ]
-    from coordinators.definitions.schemas import compile_imports
+    from oozie.definitions.schemas import compile_imports
 
     return compile_imports(list(imports), _LocalResolver(), _LOCAL_SCHEME)
 

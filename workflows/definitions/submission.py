@@ -11,7 +11,7 @@ predicates, configurations, prepare paths) may read only defined variables (the 
 configuration and the constants KB..PB) and call only known functions (workflows.el). An
 expression without calls is evaluated now; one with calls is kept verbatim for the engine to
 evaluate when the node runs. Every text of the prepared definition is therefore a template:
-evaluate it at launch with coordinators.el.template (a resolved value containing `${` is kept
+evaluate it at launch with oozie.el.template (a resolved value containing `${` is kept
 escaped as `\\${`, so data is never evaluated twice).
 """
 
@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from coordinators.definitions.errors import ConfigurationError, DefinitionError
-from coordinators.definitions.parser import merge_parameters
-from coordinators.el import (
+from coordinators.plan.resolve import expand_properties
+from oozie.definitions.errors import ConfigurationError, DefinitionError
+from oozie.definitions.parser import merge_parameters
+from oozie.el import (
     ELContext,
     ELError,
     FunctionRegistry,
@@ -31,9 +32,8 @@ from coordinators.el import (
     parse_template,
     partially_resolve,
 )
-from coordinators.el.nodes import calls_in, variables_in
-from coordinators.el.template import Expression
-from coordinators.plan.resolve import expand_properties
+from oozie.el.nodes import calls_in, variables_in
+from oozie.el.template import Expression
 from workflows.definitions.errors import WorkflowELError
 from workflows.definitions.model import NodeDef, PreparedWorkflow, WorkflowDefinition
 from workflows.definitions.parser import CONFIGURABLE_ACTIONS, WorkflowApp, parse_workflow_app

@@ -9,9 +9,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from coordinators.definitions import DefinitionError, fsspec_loader
 from coordinators.dryrun import as_text, dryrun, dumps
 from datasets.timeline import DEFAULT_MAX_INSTANCES
+from oozie.definitions import DefinitionError, fsspec_loader
 
 
 class Command(BaseCommand):

@@ -19,12 +19,12 @@ from django.db.models import QuerySet
 
 from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
-from coordinators.definitions import DefinitionError, load_configuration
 from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline import format_datetime
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker_for
+from oozie.definitions import DefinitionError, load_configuration
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 
 from bundles import services
 from bundles.models import BundleAction, BundleJob
-from coordinators.definitions import serialize_hadoop_configuration
+from oozie.definitions import serialize_hadoop_configuration
 from tests.bundles.conftest import settle
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.coordinators.api.factories import bulk_actions, bulk_jobs

@@ -14,7 +14,7 @@ from bundles.definitions import (
     resolve_bundle,
     run_configuration,
 )
-from coordinators.definitions import (
+from oozie.definitions import (
     DefinitionError,
     MalformedXMLError,
     MissingParameterError,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinators.definitions import (
+from oozie.definitions import (
     ConfigurationError,
     DefinitionError,
     UnsafeXMLError,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinators.definitions import (
+from oozie.definitions import (
     Controls,
     DataIn,
     DataOut,

@@ -8,7 +8,7 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from coordinators.definitions import (
+from oozie.definitions import (
     DatasetCollisionError,
     DefinitionError,
     DocumentTooLargeError,

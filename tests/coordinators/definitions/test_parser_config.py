@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinators.definitions import (
+from oozie.definitions import (
     DefinitionError,
     load_configuration,
     merge_parameters,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinators.definitions import DefinitionError, UnsupportedNamespaceError, parse_xml, validate
+from oozie.definitions import DefinitionError, UnsupportedNamespaceError, parse_xml, validate
 
 
 def app(version: str, body: str = "", extra_ns: str = "") -> str:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinators.el import (
+from oozie.el import (
     ELContext,
     ELError,
     ELEvaluationError,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from coordinators.el import (
+from oozie.el import (
     ELContext,
     ELEvaluationError,
     ELFunction,

@@ -7,9 +7,9 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.plan import plan_action, resolve_at_start, resolve_coordinator
 from datasets.timeline import parse_datetime
+from oozie.definitions import DefinitionError, parse_coordinator
 
 NOW = parse_datetime("2026-01-01T00:00Z")
 

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from coordinators.definitions import DefinitionError
-from coordinators.el import (
+from coordinators.plan import ResolvedCoordinator
+from datasets.timeline import Frequency
+from oozie.definitions import DefinitionError
+from oozie.el import (
     ELContext,
     ELEvaluationError,
     default_variables,
@@ -21,8 +23,6 @@ from coordinators.el import (
     to_integer,
     to_number,
 )
-from coordinators.plan import ResolvedCoordinator
-from datasets.timeline import Frequency
 from tests.coordinators.plan.test_parameterized_attributes import app_xml, first_plan, resolve
 
 Reader = Any

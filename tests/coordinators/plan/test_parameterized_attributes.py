@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from coordinators.definitions import (
-    DefinitionError,
-    SchemaValidationError,
-    UndefinedDatasetError,
-    parse_coordinator,
-)
 from coordinators.dryrun import dryrun
 from coordinators.plan import ResolvedCoordinator, plan_action, resolve_coordinator
 from coordinators.plan.resolve import MAX_NAME_LENGTH
 from coordinators.sla.evaluate import evaluate_sla
 from datasets.timeline import Frequency, format_datetime
+from oozie.definitions import (
+    DefinitionError,
+    SchemaValidationError,
+    UndefinedDatasetError,
+    parse_coordinator,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

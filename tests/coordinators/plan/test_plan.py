@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.plan import iter_action_plans, plan_action, resolve_coordinator
 from datasets.timeline import format_datetime, parse_datetime
+from oozie.definitions import DefinitionError, parse_coordinator
 
 ROOT = Path(__file__).resolve().parents[3]
 NOW = parse_datetime("2026-01-01T00:00Z")

@@ -12,17 +12,6 @@ from typing import Any
 
 import pytest
 
-from coordinators.definitions import DataIn, DefinitionError, parse_coordinator
-from coordinators.el import (
-    ELContext,
-    ELError,
-    Phase,
-    evaluate,
-    evaluate_node,
-    parse_template,
-    partially_resolve,
-)
-from coordinators.el.template import Expression
 from coordinators.plan import (
     REGISTRY,
     ActionPlanner,
@@ -45,6 +34,17 @@ from datasets.timeline import (
     iter_nominal_times,
     parse_datetime,
 )
+from oozie.definitions import DataIn, DefinitionError, parse_coordinator
+from oozie.el import (
+    ELContext,
+    ELError,
+    Phase,
+    evaluate,
+    evaluate_node,
+    parse_template,
+    partially_resolve,
+)
+from oozie.el.template import Expression
 
 NOW = parse_datetime("2026-01-01T00:00Z")
 

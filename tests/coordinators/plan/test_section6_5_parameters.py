@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.plan import iter_action_plans, resolve_coordinator
 from datasets.timeline import format_datetime, parse_datetime
+from oozie.definitions import DefinitionError, parse_coordinator
 
 NOW = parse_datetime("2026-01-01T00:00Z")
 

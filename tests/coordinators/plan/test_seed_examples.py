@@ -17,8 +17,6 @@ from typing import Any
 
 import pytest
 
-from coordinators.definitions import DefinitionError, SchemaValidationError, parse_coordinator
-from coordinators.el import Phase, evaluate
 from coordinators.plan import (
     ActionPlan,
     ResolvedCoordinator,
@@ -27,6 +25,8 @@ from coordinators.plan import (
     resolve_coordinator,
 )
 from datasets.timeline import count_before, format_datetime, parse_datetime
+from oozie.definitions import DefinitionError, SchemaValidationError, parse_coordinator
+from oozie.el import Phase, evaluate
 
 P = parse_datetime
 NOW = P("2026-01-01T00:00Z")

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 
 import pytest
 
-from coordinators.definitions import DefinitionError, parse_coordinator
 from coordinators.plan import (
     ActionPlan,
     ResolvedCoordinator,
@@ -20,6 +19,7 @@ from coordinators.plan import (
     resolve_coordinator,
 )
 from datasets.timeline import parse_datetime
+from oozie.definitions import DefinitionError, parse_coordinator
 
 P = parse_datetime
 LOGS = "hdfs://bar:8020/app/logs"

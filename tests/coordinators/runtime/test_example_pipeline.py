@@ -13,10 +13,10 @@ from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.choices import JobStatus
-from coordinators.definitions import parse_properties
 from coordinators.models import CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
+from oozie.definitions import parse_properties
 from tests.support.processes import ROOT, WorkerProcess, wait_until
 
 pytestmark = pytest.mark.integration

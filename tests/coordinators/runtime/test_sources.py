@@ -8,10 +8,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 
-from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorJob
 from coordinators.preparation import load_resolved
 from coordinators.services import submit_coordinator, submit_from_properties
+from oozie.definitions import DefinitionError
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,10 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus, JobStatus
-from coordinators.definitions import DefinitionError
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
+from oozie.definitions import DefinitionError
 from tests.coordinators.runtime.conftest import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from coordinators.definitions import parse_coordinator
 from coordinators.plan import plan_action, resolve_coordinator
 from coordinators.sla.evaluate import (
     SLAError,
@@ -17,6 +16,7 @@ from coordinators.sla.evaluate import (
     parse_alert_events,
     plan_sla,
 )
+from oozie.definitions import parse_coordinator
 
 FIXTURES = Path(__file__).resolve().parents[1] / "definitions" / "fixtures"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -149,8 +149,8 @@ def test_no_sla_block_stores_nothing() -> None:
 
 def test_validate_sla_reports_a_definition_error_for_submission() -> None:
     """validate_sla (for submit and dry-run) turns a bad SLA into a DefinitionError naming sla:info."""
-    from coordinators.definitions import DefinitionError
     from coordinators.sla.evaluate import validate_sla
+    from oozie.definitions import DefinitionError
 
     good = resolved(coordinator_02(FULL_02), {"owner": "ops"})
     validate_sla(good, now=NOW)

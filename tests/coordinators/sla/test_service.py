@@ -236,9 +236,9 @@ def test_submission_refuses_an_sla_block_that_does_not_evaluate() -> None:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from coordinators.definitions import DefinitionError
     from coordinators.models import CoordinatorJob
     from coordinators.services import submit_coordinator
+    from oozie.definitions import DefinitionError
     from tests.coordinators.sla.factories import sla_xml
 
     start = timezone.now().replace(second=0, microsecond=0)

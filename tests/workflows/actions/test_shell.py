@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from coordinators.definitions import parse_hadoop_configuration
+from oozie.definitions import parse_hadoop_configuration
 from workflows.actions import ActionContext, ActionResult, execute
 
 CONTEXT = ActionContext(

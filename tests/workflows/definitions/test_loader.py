@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinators.definitions.errors import ApplicationNotFoundError, DefinitionError
+from oozie.definitions.errors import ApplicationNotFoundError, DefinitionError
 from tests.workflows.definitions.helpers import fs_action, workflow
 from workflows.definitions import load_application, prepare_workflow
 

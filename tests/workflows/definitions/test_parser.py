@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinators.definitions.errors import (
+from oozie.definitions.errors import (
     DefinitionError,
     MalformedXMLError,
     SchemaValidationError,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinators.definitions.errors import (
+from oozie.definitions.errors import (
     ConfigurationError,
     DefinitionError,
     MissingParameterError,
 )
-from coordinators.el import ELContext, evaluate_to_string
+from oozie.el import ELContext, evaluate_to_string
 from tests.workflows.definitions.helpers import celery_action, fs_action, workflow
 from workflows.definitions import WorkflowELError, prepare_workflow
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from lxml import etree
 
-from coordinators.definitions.errors import ConfigurationError, DefinitionError
-from coordinators.definitions.xmlsafe import local_name, namespace_of, parse_xml, source_line
+from oozie.definitions.errors import ConfigurationError, DefinitionError
+from oozie.definitions.xmlsafe import local_name, namespace_of, parse_xml, source_line
 
 MAX_CONFIG_BYTES = 1_048_576
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinators.el.errors import ELLimitError, ELSyntaxError
-from coordinators.el.lexer import Token, tokenize
-from coordinators.el.nodes import Binary, Call, Index, Literal, Node, Ternary, Unary, Variable
+from oozie.el.errors import ELLimitError, ELSyntaxError
+from oozie.el.lexer import Token, tokenize
+from oozie.el.nodes import Binary, Call, Index, Literal, Node, Ternary, Unary, Variable
 
 MAX_DEPTH = 100
 MAX_ARGS = 50

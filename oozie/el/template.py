@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from coordinators.el.errors import ELLimitError, ELSyntaxError, ELUnresolvedVariable
-from coordinators.el.evaluator import evaluate_node, to_text
-from coordinators.el.functions import ELContext
-from coordinators.el.nodes import Node, calls_in, variables_in
-from coordinators.el.parser import parse_expression
+from oozie.el.errors import ELLimitError, ELSyntaxError, ELUnresolvedVariable
+from oozie.el.evaluator import evaluate_node, to_text
+from oozie.el.functions import ELContext
+from oozie.el.nodes import Node, calls_in, variables_in
+from oozie.el.parser import parse_expression
 
 MAX_SEGMENTS = 1_000
 MAX_TEMPLATE = 100_000

@@ -6,15 +6,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from coordinators.el.errors import (
+from oozie.el.errors import (
     ELError,
     ELEvaluationError,
     ELPhaseError,
     ELUnknownFunction,
     ELUnresolvedVariable,
 )
-from coordinators.el.functions import ELContext
-from coordinators.el.nodes import Binary, Call, Index, Literal, Node, Ternary, Unary, Variable
+from oozie.el.functions import ELContext
+from oozie.el.nodes import Binary, Call, Index, Literal, Node, Ternary, Unary, Variable
 
 LONG_MAX = 2**63 - 1
 

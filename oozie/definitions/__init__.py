@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from coordinators.definitions.config import (
+from oozie.definitions.config import (
     load_config,
     load_configuration,
     parse_hadoop_configuration,
     parse_properties,
     serialize_hadoop_configuration,
 )
-from coordinators.definitions.errors import (
+from oozie.definitions.errors import (
     ApplicationNotFoundError,
     ApplicationUnreadableError,
     ConfigurationError,
@@ -26,8 +26,8 @@ from coordinators.definitions.errors import (
     UnsupportedFeatureError,
     UnsupportedNamespaceError,
 )
-from coordinators.definitions.includes import Loader, fsspec_loader
-from coordinators.definitions.model import (
+from oozie.definitions.includes import Loader, fsspec_loader
+from oozie.definitions.model import (
     DEFAULT_DONE_FLAG,
     Action,
     Controls,
@@ -39,9 +39,9 @@ from coordinators.definitions.model import (
     Parameter,
     SLAInfo,
 )
-from coordinators.definitions.parser import merge_parameters, parse_coordinator
-from coordinators.definitions.schemas import supported_namespaces, validate
-from coordinators.definitions.xmlsafe import parse_xml
+from oozie.definitions.parser import merge_parameters, parse_coordinator
+from oozie.definitions.schemas import supported_namespaces, validate
+from oozie.definitions.xmlsafe import parse_xml
 
 __all__ = [
     "DEFAULT_DONE_FLAG",

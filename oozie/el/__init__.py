@@ -5,8 +5,8 @@ Pure: no Django or Celery, no clock. The coord: function library plugs in as ELF
 
 from __future__ import annotations
 
-from coordinators.el.constants import default_variables
-from coordinators.el.errors import (
+from oozie.el.constants import default_variables
+from oozie.el.errors import (
     ELError,
     ELEvaluationError,
     ELLimitError,
@@ -15,11 +15,11 @@ from coordinators.el.errors import (
     ELUnknownFunction,
     ELUnresolvedVariable,
 )
-from coordinators.el.evaluator import evaluate_node, to_bool, to_integer, to_number, to_text
-from coordinators.el.functions import ALL_PHASES, ELContext, ELFunction, FunctionRegistry, Phase
-from coordinators.el.nodes import Node, calls_in, variables_in
-from coordinators.el.parser import parse_expression
-from coordinators.el.template import (
+from oozie.el.evaluator import evaluate_node, to_bool, to_integer, to_number, to_text
+from oozie.el.functions import ALL_PHASES, ELContext, ELFunction, FunctionRegistry, Phase
+from oozie.el.nodes import Node, calls_in, variables_in
+from oozie.el.parser import parse_expression
+from oozie.el.template import (
     Expression,
     evaluate,
     evaluate_to_string,

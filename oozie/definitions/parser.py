@@ -7,14 +7,14 @@ from typing import Protocol
 
 from lxml import etree
 
-from coordinators.definitions.errors import (
+from oozie.definitions.errors import (
     DuplicateEventError,
     MissingParameterError,
     UndefinedDatasetError,
     UnsupportedFeatureError,
     UnsupportedNamespaceError,
 )
-from coordinators.definitions.includes import (
+from oozie.definitions.includes import (
     Loader,
     child,
     children,
@@ -22,7 +22,7 @@ from coordinators.definitions.includes import (
     resolve_datasets,
     text,
 )
-from coordinators.definitions.model import (
+from oozie.definitions.model import (
     Action,
     Controls,
     CoordinatorApp,
@@ -32,8 +32,8 @@ from coordinators.definitions.model import (
     Parameter,
     SLAInfo,
 )
-from coordinators.definitions.schemas import schema_version, validate
-from coordinators.definitions.xmlsafe import (
+from oozie.definitions.schemas import schema_version, validate
+from oozie.definitions.xmlsafe import (
     DEFAULT_MAX_BYTES,
     local_name,
     namespace_of,

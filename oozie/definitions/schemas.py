@@ -10,8 +10,8 @@ from typing import Any
 
 from lxml import etree
 
-from coordinators.definitions.errors import SchemaValidationError, UnsupportedNamespaceError
-from coordinators.definitions.xmlsafe import local_name, namespace_of, source_line
+from oozie.definitions.errors import SchemaValidationError, UnsupportedNamespaceError
+from oozie.definitions.xmlsafe import local_name, namespace_of, source_line
 
 XSD_DIR = Path(__file__).resolve().parent / "xsd"
 SLA_SCHEMAS = {"uri:oozie:sla:0.1": "oozie-sla-0.1.xsd", "uri:oozie:sla:0.2": "oozie-sla-0.2.xsd"}

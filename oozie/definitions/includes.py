@@ -10,16 +10,16 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from coordinators.definitions.errors import (
+from oozie.definitions.errors import (
     DatasetCollisionError,
     DefinitionError,
     DocumentTooLargeError,
     IncludeError,
     UnsupportedFeatureError,
 )
-from coordinators.definitions.model import DEFAULT_DONE_FLAG, Dataset
-from coordinators.definitions.schemas import validate
-from coordinators.definitions.xmlsafe import (
+from oozie.definitions.model import DEFAULT_DONE_FLAG, Dataset
+from oozie.definitions.schemas import validate
+from oozie.definitions.xmlsafe import (
     DEFAULT_MAX_BYTES,
     local_name,
     namespace_of,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinators.el.errors import ELLimitError, ELSyntaxError
+from oozie.el.errors import ELLimitError, ELSyntaxError
 
 MAX_EXPRESSION = 10_000
 

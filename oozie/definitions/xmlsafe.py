@@ -6,7 +6,7 @@ import re
 
 from lxml import etree
 
-from coordinators.definitions.errors import DocumentTooLargeError, MalformedXMLError, UnsafeXMLError
+from oozie.definitions.errors import DocumentTooLargeError, MalformedXMLError, UnsafeXMLError
 
 DEFAULT_MAX_BYTES = 1_048_576
 # Declarations are refused before parsing; the docinfo check below catches other encodings (UTF-16...).
