@@ -24,7 +24,7 @@ from bundles import services
 from bundles.choices import BundleStatus
 from bundles.definitions import DuplicateCoordinatorError
 from bundles.dryrun import as_text
-from bundles.models import JOB_ID_SUFFIX, BundleAction, BundleJob
+from bundles.models import BundleAction, BundleJob
 from coordinators.api.filters import readable_jobs
 from coordinators.choices import IllegalTransition
 from coordinators.commands.change import ChangeRefused
@@ -45,11 +45,6 @@ from oozieapi.formats import action_json, bundle_json, json_response
 BUNDLE_PATH_PROPERTY = services.BUNDLE_PATH_PROPERTY
 RERUN_ACTIONS = ("rerun", "bundle-rerun", "coord-rerun")  # Oozie routes every rerun of a -B id to the bundle's
 BUNDLE_STATUSES = tuple(BundleStatus.values)
-
-
-def is_bundle_id(job_id: str) -> bool:
-    """Bundle ids end with -B (Oozie routes on the suffix too)."""
-    return job_id.endswith(f"-{JOB_ID_SUFFIX}")
 
 
 # ---- reads -----------------------------------------------------------------------------------

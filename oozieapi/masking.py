@@ -17,6 +17,7 @@ from django.http import HttpResponse
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.secrets import NO_MASK, Masker, masker, may_see_secrets
+from oozieapi.ids import kind_of
 from workflows.models import WorkflowJob
 
 
@@ -30,12 +31,12 @@ def masker_of(caller: Any, job_id: str, owner_id: Any = None) -> Masker:
     base = job_id.partition("@")[0]
     sources: list[Any] = []
     row: tuple[Any, Any] | None
-    if base.endswith("-W"):
+    if kind_of(base) == "workflow":
         run = WorkflowJob.objects.filter(pk=base).values_list(
             "owner_id", "configuration", "coord_action__job__configuration", "parent_workflow__configuration").first()
         row = run[:2] if run is not None else None
         sources += [found for found in (run or ())[2:] if found]  # a coordinator's run: the job's properties
-    elif base.endswith("-B"):
+    elif kind_of(base) == "bundle":
         row = BundleJob.objects.filter(pk=base).values_list("owner_id", "configuration").first()
         # show=info lists its coordinators' configurations: the bundle's properties and their own.
         sources += CoordinatorJob.objects.filter(bundle_id=base).values_list("configuration", flat=True)

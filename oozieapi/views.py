@@ -53,6 +53,7 @@ from oozieapi.formats import (
     job_json,
     json_response,
 )
+from oozieapi.ids import is_bundle_id, is_workflow_id
 from oozieapi.joblog import LoggedJob, job_log, parse_log_filter
 from oozieapi.masking import masked, masker_of
 
@@ -211,10 +212,10 @@ class JobView(OozieView):
 
     def _show(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
         """Job info (with a page of actions), definition, log, error log or status; or one action's info."""
-        if oozie_workflows.is_workflow_id(job_id):  # -W ids and their nodes: see oozieapi.workflows
+        if is_workflow_id(job_id):  # -W ids and their nodes: see oozieapi.workflows
             return oozie_workflows.show(self.caller, job_id, request.GET)
         _check_id(job_id)
-        if request.GET.get("show") == "allruns" and not bundles.is_bundle_id(job_id):
+        if request.GET.get("show") == "allruns" and not is_bundle_id(job_id):
             return oozie_workflows.all_runs(self.caller, job_id, request.GET)
         params = request.GET
         show = params.get("show") or "info"
@@ -228,7 +229,7 @@ class JobView(OozieView):
             if show == "status":
                 return json_response({"status": action.status})
             raise bad_parameter("show", show)
-        if bundles.is_bundle_id(job_id):
+        if is_bundle_id(job_id):
             bundle = BundleJob.objects.select_related("owner").defer("applications").get(pk=job_id)
             check_read(self.caller, bundle)
             self.owner_id = bundle.owner_id
@@ -283,7 +284,7 @@ class JobView(OozieView):
 
     def _act(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
         """Queue the verb (200, empty body as Oozie answers); rerun answers the actions queued again."""
-        if oozie_workflows.is_workflow_id(job_id):
+        if is_workflow_id(job_id):
             self.verb = request.GET.get("action") or ""
             return oozie_workflows.put(self.caller, job_id, request.GET, request.body,
                                        request.META.get("CONTENT_TYPE", ""))
@@ -294,9 +295,9 @@ class JobView(OozieView):
             raise OozieError(400, "E0305", "action")
         if "@" in job_id:
             raise bad_parameter("action", f"{action} on a coordinator action (use the job id and type=action&scope=N)")
-        if action == "ignore" and bundles.is_bundle_id(job_id):
+        if action == "ignore" and is_bundle_id(job_id):
             raise OozieError(400, "E0302", "Bundle Ignore Not supported")  # V2JobServlet.ignoreJob's words
-        if bundles.is_bundle_id(job_id):
+        if is_bundle_id(job_id):
             return bundles.put(job_id, self.caller, params)
         self.verb = "rerun" if action in ("rerun", "coord-rerun") else action
         if action == "start":

@@ -44,7 +44,6 @@ from workflows.services import (
 )
 from xcommands.models import Command
 
-WORKFLOW_SUFFIX = "-W"
 _WORKFLOW_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}-W(@[A-Za-z0-9_.:-]{1,100})?$")
 WORKFLOW_STATUSES = tuple(WorkflowStatus.values)
 WF_PATH_PROPERTY = "oozie.wf.application.path"
@@ -64,11 +63,6 @@ NOT_SERVED_VERBS = ("rerun", "coord-rerun", "change", "update")
 RERUN_SKIP_NODES = "oozie.wf.rerun.skip.nodes"
 RERUN_FAIL_NODES = "oozie.wf.rerun.failnodes"
 GRAPH_FORMATS = {"svg": "image/svg+xml", "dot": "text/plain;charset=UTF-8"}
-
-
-def is_workflow_id(job_id: str) -> bool:
-    """Workflow ids (and their nodes' ids) end with -W before any '@' (Oozie routes on the suffix too)."""
-    return job_id.partition("@")[0].endswith(WORKFLOW_SUFFIX)
 
 
 def _check_id(job_id: str) -> None:

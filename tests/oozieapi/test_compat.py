@@ -434,3 +434,17 @@ def test_a_jobs_actions_page_up_to_5000(ann: User) -> None:
     numbers = [a["actionNumber"] for a in first["actions"] + rest["actions"]]
     assert first["total"] == 5200 and numbers == list(range(1, 5201))
     assert len(Oozie(ann, version="v1").get(f"job/{job_id}").json()["actions"]) == 1000
+
+
+@pytest.mark.parametrize(("job_id", "kind"), [
+    ("0000001-261127000000000-oozie-B", "bundle"), ("0000002-261127000000000-oozie-C", "coordinator"),
+    ("0000002-261127000000000-oozie-C@7", "coordinator"), ("0000003-261127000000000-oozie-W", "workflow"),
+    ("0000003-261127000000000-oozie-W@extract", "workflow"), ("0000004-261127000000000-oozie-B@x", "bundle"),
+])
+def test_one_rule_routes_ids_by_kind(job_id: str, kind: str) -> None:
+    """The API, the CLI and secret masking route an id by its suffix before '@', as Oozie does (oozieapi.ids)."""
+    from oozieapi.ids import is_bundle_id, is_workflow_id, kind_of
+
+    assert kind_of(job_id) == kind
+    assert is_workflow_id(job_id) == (kind == "workflow")
+    assert is_bundle_id(job_id) == (kind == "bundle" and "@" not in job_id)

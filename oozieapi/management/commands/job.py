@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 
-from bundles.models import JOB_ID_SUFFIX, BundleJob
+from bundles.models import BundleJob
 from coordinators.choices import IllegalTransition
 from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
@@ -25,6 +25,8 @@ from datasets.timeline import format_datetime
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker_for
 from oozie.definitions import DefinitionError, load_configuration
+from oozieapi.ids import is_bundle_id as is_bundle
+from oozieapi.ids import is_workflow_id as is_workflow
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
@@ -34,16 +36,6 @@ WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
 def one_line(text: str) -> str:
     """An error in full on one line (tables keep one row per action; nothing is cut)."""
     return " ".join(text.split())
-
-
-def is_bundle(job_id: str) -> bool:
-    """Bundle ids end with -B (Oozie's CLI routes on the suffix too)."""
-    return job_id.endswith(f"-{JOB_ID_SUFFIX}")
-
-
-def is_workflow(job_id: str) -> bool:
-    """Workflow ids end with -W."""
-    return job_id.endswith("-W")
 
 
 class Command(BaseCommand):
@@ -343,7 +335,7 @@ class Command(BaseCommand):
         """-ignore ID: the (FAILED or KILLED) job; with -action or -date: those (FAILED, KILLED, TIMEDOUT) actions."""
         from coordinators.services import ignore_actions, ignore_job
 
-        if is_bundle(job_id) or job_id.endswith("-W"):
+        if is_bundle(job_id) or is_workflow(job_id):
             raise CommandError(f"{'Bundle' if is_bundle(job_id) else 'Workflow'} ignore is not supported: only coordinators")
         if options["action"] is not None and options["date"] is not None:
             raise CommandError("-ignore takes -action or -date, not both")
