@@ -70,13 +70,16 @@ def test_nothing_is_lost_stuck_or_wrongly_failed_when_processes_die() -> None:
     assert faults["kill-process"]["in_flight"]["nodes_running"] > 0
     assert_no_harm(report)
     assert report["processes_exited_unexpectedly"] == []
-    # Every re-run is explained by a fault that hit its worker; recovery takes seconds when only a
-    # pool process died, the lease when the whole worker was gone (ADR 0008).
+    # Every re-run is explained by a fault that hit its worker, and its work was relaunched within
+    # the lease and a sweep (sooner for a pool process that died under a living worker: its message
+    # comes back at once, and the lease is given up when a free process takes it; with every
+    # process busy that waits for a slot. tests/workflows/test_lost_pool_process.py shows the
+    # seconds against a 60 s lease).
     assert report["reruns"] and report["reruns_unexplained"] == 0, report["reruns"]
     recovery = {label.split(" at ")[0]: seconds for label, seconds in report["recovery_s"].items()}
-    assert recovery["kill-process"] <= 5, report["reruns"]
-    # (renewed every third of the lease, so it lapses between 2/3 of a lease and a lease after the kill)
     lease, sweep = report["lease_s"], report["sweep_s"]
+    assert recovery["kill-process"] <= lease + sweep + 3, report["reruns"]
+    # (renewed every third of the lease, so it lapses between 2/3 of a lease and a lease after the kill)
     assert lease * 2 / 3 <= recovery["kill-worker"] <= lease + sweep + 5, report["reruns"]
     # Afterwards every pool process of both workers takes work, and a quiet system stays quiet
     # with suspended and killed jobs waiting for data.
