@@ -25,7 +25,7 @@ from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction
 from coordinators.preparation import check_storable, prepare_coordinator
-from coordinators.sources import check_readable, read_application
+from kernel.application_sources import check_readable, read_application
 from kernel.permissions import check_modify
 from oozie.definitions import DefinitionError
 from workflows.notifications import check_notification_properties

@@ -10,10 +10,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from coordinators.plan import iter_action_plans, resolve_coordinator
-from coordinators.plan.resolve import expand_properties
 from datasets.timeline import DEFAULT_MAX_INSTANCES, TimelineError
 from oozie.definitions import DefinitionError, Loader, load_configuration, parse_coordinator
 from oozie.el import ELError
+from oozie.properties import expand_properties
 
 APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576

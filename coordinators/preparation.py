@@ -19,12 +19,12 @@ from django.utils import timezone
 from coordinators.models import CoordinatorJob
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from coordinators.sla.evaluate import validate_sla
-from coordinators.sources import (
+from kernel import user_tasks
+from kernel.application_sources import (
     APP_PATH_PROPERTY,
     snapshot_loader,
     submission_loader,
 )
-from kernel import user_tasks
 from oozie.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from oozie.definitions.includes import Loader
 from workflows.actions.celery import check_definition_tasks

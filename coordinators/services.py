@@ -19,12 +19,12 @@ from coordinators.preparation import (
     prepare_coordinator,
 )
 from coordinators.sla.evaluate import validate_sla
-from coordinators.sources import (
+from datasets.timeline import format_datetime
+from kernel.application_sources import (
     APP_PATH_PROPERTY,
     read_application,
     submission_loader,
 )
-from datasets.timeline import format_datetime
 from kernel.permissions import check_modify
 from oozie.definitions import DefinitionError, parse_coordinator
 from xcommands.base import XCommand

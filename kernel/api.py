@@ -7,7 +7,7 @@ typed errors those actions raise into clear 4xx answers, never 500s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
@@ -211,3 +211,16 @@ def document_unsupported_media(result: dict[str, Any], generator: Any, request: 
                 "description": '`{"detail": "Unsupported media type \\"...\\" in request."}`',
             })
     return result
+
+
+def reader(context: Mapping[str, Any]) -> Any:
+    """The user a serializer answers (None without a request: everything secret is then masked)."""
+    return getattr(context.get("request"), "user", None)
+
+
+def siblings(serializer: serializers.BaseSerializer[Any]) -> list[Any]:
+    """The other instances of the list being serialized (a page), to read what they need in one query."""
+    parent = serializer.parent
+    if isinstance(parent, serializers.ListSerializer) and isinstance(parent.instance, list | tuple):
+        return list(parent.instance)
+    return []

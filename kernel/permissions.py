@@ -6,9 +6,12 @@ actions in `coordinators.services`, so a check cannot be forgotten in one of the
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from django.conf import settings
+from django.db.models import Q, QuerySet
 
 
 class JobPermissionDenied(PermissionError):  # noqa: N818 - reads as the condition
@@ -82,3 +85,42 @@ def check_read(user: Any, job: OwnedJob) -> None:
     if not can_read(user, job):
         name = user.get_username() if user is not None and hasattr(user, "get_username") else "anonymous"
         raise JobPermissionDenied(f"user {name!r} may not read {getattr(job, 'kind_name', 'job')} {job.id}")
+
+
+def _acl_pattern(name: str) -> str:
+    """Matches a name as one entry of an `oozie.job.acl` value (comma or space separated)."""
+    return rf"(^|[ ,]){re.escape(name)}([ ,]|$)"
+
+
+def readable_jobs(queryset: QuerySet[Any], user: Any, prefix: str = "") -> QuerySet[Any]:
+    """The jobs the caller may read: all, unless COORD_RESTRICT_READS limits reads to those who may modify.
+
+    Mirrors `kernel.permissions.can_read` in SQL (owner, ACL users and groups, admins),
+    so lists never show a job its detail would refuse.
+    """
+    if not getattr(settings, "COORD_RESTRICT_READS", False) or is_admin(user):
+        return queryset
+    names = [user.get_username(), *user.groups.values_list("name", flat=True)]
+    allowed = Q(**{f"{prefix}owner_id": user.pk})
+    for name in names:
+        allowed |= Q(**{f"{prefix}acl__regex": _acl_pattern(name)})
+    return queryset.filter(allowed)
+
+
+USER_NAME = "user.name"
+
+
+def submitter_properties(properties: Mapping[str, str], caller: Any) -> dict[str, str]:
+    """The properties with `user.name` checked against the authenticated caller (seed 001, section 9).
+
+    A `user.name` naming someone else is refused unless the caller is an admin; a missing one is
+    filled in with the caller's name. The job's owner is the caller either way (never `user.name`).
+    """
+    result = dict(properties)
+    name = caller.get_username()
+    claimed = result.get(USER_NAME)
+    if claimed is None or claimed == "":
+        result[USER_NAME] = name
+    elif claimed != name and not is_admin(caller):
+        raise JobPermissionDenied(f"user.name {claimed!r} does not match the authenticated user {name!r}")
+    return result

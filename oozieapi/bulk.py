@@ -24,9 +24,9 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from bundles.models import BundleJob
-from coordinators.api.filters import readable_jobs
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
+from kernel.permissions import readable_jobs
 from oozieapi.errors import OozieError, bad_parameter
 from oozieapi.filters import MAX_LEN, filter_jobs, int_parameter
 from oozieapi.formats import bundle_json, job_json, json_response

@@ -25,9 +25,9 @@ from bundles.choices import BundleStatus
 from bundles.definitions import DuplicateCoordinatorError
 from bundles.dryrun import as_text
 from bundles.models import BundleAction, BundleJob
-from coordinators.api.filters import readable_jobs
 from coordinators.choices import IllegalTransition
 from coordinators.commands.change import ChangeRefused
+from kernel.permissions import readable_jobs
 from oozie.definitions import (
     ApplicationNotFoundError,
     DefinitionError,

@@ -24,12 +24,10 @@ from django.views.decorators.csrf import csrf_exempt
 
 from bundles.models import BundleJob
 from coordinators import services
-from coordinators.api.filters import readable_jobs
-from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from kernel.permissions import check_read
+from kernel.permissions import check_read, readable_jobs, submitter_properties
 from oozie.definitions import parse_hadoop_configuration
 from oozieapi import bulk, bundles
 from oozieapi import workflows as oozie_workflows

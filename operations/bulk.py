@@ -58,7 +58,7 @@ class BulkVerb(OperationType):
 
     def start_or_resume_job(self, arg: Any, partition: str, context: Any) -> None:
         """Refusals (rights, a job that is gone) are this job's failure; a status the verb does not apply to is a skip."""
-        from coordinators.choices import IllegalTransition
+        from kernel.statemachine import IllegalTransition
         from xcommands.errors import PreconditionFailed
 
         user = get_user_model().objects.filter(pk=arg.get("user_id")).first()

@@ -8,7 +8,7 @@ from rest_framework.routers import SimpleRouter
 from batches.api import urls as batch_urls
 from bundles.api import urls as bundle_urls
 from coordinators.api import urls as coordinator_urls
-from datasets.api.views import DatasetEventViewSet
+from coordinators.api.dataset_events import DatasetEventViewSet
 from operations.api.views import OperationViewSet
 from workflows.api import urls as workflow_urls
 from xcommands.api.views import KeyedJobViewSet

@@ -43,8 +43,8 @@ from batches.api.serializers import (
     ReportSerializer,
 )
 from batches.models import Batch, BatchJob, BatchReport, Collection, Profile
-from coordinators.api.filters import readable_jobs
 from kernel.api import ERROR_BODY, DomainViewSet
+from kernel.permissions import readable_jobs
 from kernel.statemachine import IllegalTransition
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}

@@ -1,4 +1,4 @@
-"""Query filters of the bundle API (which bundles a caller may see: `coordinators.api.filters.readable_jobs`)."""
+"""Query filters of the bundle API (which bundles a caller may see: `kernel.permissions.readable_jobs`)."""
 
 from __future__ import annotations
 

@@ -30,11 +30,10 @@ from bundles.api.serializers import (
     BundleSubmissionSerializer,
 )
 from bundles.models import BundleAction, BundleJob
-from coordinators.api.filters import readable_jobs
 from coordinators.api.serializers import CoordinatorActionSerializer
-from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
 from kernel.api import ERROR_BODY, DomainViewSet, accepted
+from kernel.permissions import readable_jobs, submitter_properties
 from operations.api.bulk import bulk_schema, start_from_request
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
-from django.conf import settings
-from django.db.models import Q, QuerySet
-
 from coordinators.api.serializers import ACTION_STATUSES, JOB_STATUSES
 from kernel.api import Filter, FilterSet
-from kernel.permissions import is_admin
 
 
 class CoordinatorJobFilterSet(FilterSet):
@@ -51,21 +44,3 @@ class AllCoordinatorActionFilterSet(CoordinatorActionFilterSet):
     }
 
 
-def _acl_pattern(name: str) -> str:
-    """Matches a name as one entry of an `oozie.job.acl` value (comma or space separated)."""
-    return rf"(^|[ ,]){re.escape(name)}([ ,]|$)"
-
-
-def readable_jobs(queryset: QuerySet[Any], user: Any, prefix: str = "") -> QuerySet[Any]:
-    """The jobs the caller may read: all, unless COORD_RESTRICT_READS limits reads to those who may modify.
-
-    Mirrors `kernel.permissions.can_read` in SQL (owner, ACL users and groups, admins),
-    so lists never show a job its detail would refuse.
-    """
-    if not getattr(settings, "COORD_RESTRICT_READS", False) or is_admin(user):
-        return queryset
-    names = [user.get_username(), *user.groups.values_list("name", flat=True)]
-    allowed = Q(**{f"{prefix}owner_id": user.pk})
-    for name in names:
-        allowed |= Q(**{f"{prefix}acl__regex": _acl_pattern(name)})
-    return queryset.filter(allowed)

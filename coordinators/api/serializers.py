@@ -11,6 +11,7 @@ from rest_framework.reverse import reverse
 
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
+from kernel.api import reader, siblings
 from kernel.secrets import masker, may_see_secrets
 from oozie.definitions import load_configuration
 from workflows.models import WorkflowJob
@@ -21,19 +22,6 @@ JOBS_READ = "_secret_jobs"  # context key: (owner id, configuration) of the coor
 
 
 # ---- secret properties (kernel.secrets): masked for readers other than the owner and job admins ----
-
-
-def reader(context: Mapping[str, Any]) -> Any:
-    """The user a serializer answers (None without a request: everything secret is then masked)."""
-    return getattr(context.get("request"), "user", None)
-
-
-def siblings(serializer: serializers.BaseSerializer[Any]) -> list[Any]:
-    """The other instances of the list being serialized (a page), to read what they need in one query."""
-    parent = serializer.parent
-    if isinstance(parent, serializers.ListSerializer) and isinstance(parent.instance, list | tuple):
-        return list(parent.instance)
-    return []
 
 
 def job_secrets(serializer: serializers.BaseSerializer[Any], job_id: str) -> tuple[Any, dict[str, Any]]:

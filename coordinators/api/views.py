@@ -24,7 +24,6 @@ from coordinators.api.filters import (
     AllCoordinatorActionFilterSet,
     CoordinatorActionFilterSet,
     CoordinatorJobFilterSet,
-    readable_jobs,
 )
 from coordinators.api.serializers import (
     ChangeSerializer,
@@ -43,10 +42,10 @@ from coordinators.api.serializers import (
     UpdateSerializer,
     knowing,
 )
-from coordinators.api.submissions import submitter_properties
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from kernel.api import ERROR_BODY, DomainViewSet, accepted
+from kernel.permissions import readable_jobs, submitter_properties
 from kernel.secrets import masker_for
 from operations.api.bulk import bulk_schema, start_from_request
 

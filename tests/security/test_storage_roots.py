@@ -58,8 +58,8 @@ def root_forms(sandbox: dict[str, Path]) -> list[str]:
 
 
 def coordinators_checker(roots: list[str], django_settings: Any) -> Callable[[str], str]:
-    """COORD_APPLICATION_ROOTS through coordinators.sources.check_readable (what submissions read)."""
-    from coordinators.sources import check_readable
+    """COORD_APPLICATION_ROOTS through kernel.application_sources.check_readable (what submissions read)."""
+    from kernel.application_sources import check_readable
     from oozie.definitions import DefinitionError
 
     django_settings.COORD_APPLICATION_ROOTS = roots

@@ -11,9 +11,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from coordinators.api.filters import readable_jobs
 from coordinators.models import CoordinatorJob
-from kernel.permissions import OwnedJob, check_modify, check_read
+from kernel.permissions import OwnedJob, check_modify, check_read, readable_jobs
 from workflows.models import WorkflowJob
 from workflows.states import parent_key
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
-from coordinators.api.serializers import reader, siblings
+from kernel.api import reader, siblings
 from kernel.secrets import masker, may_see_secrets
 from workflows.choices import WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode

@@ -18,8 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from coordinators.api.submissions import submitter_properties
 from kernel.api import ERROR_BODY, Conflict, DomainViewSet, accepted
+from kernel.permissions import submitter_properties
 from workflows.api.access import may_modify, readable_workflows
 from workflows.api.filters import WorkflowJobFilterSet
 from workflows.api.serializers import (

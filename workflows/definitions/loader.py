@@ -13,14 +13,14 @@ MAX_CONFIG_DEFAULT_BYTES = 1_048_576
 def load_application(app_path: str, *, trusted: bool) -> tuple[str, dict[str, str]]:
     """(workflow.xml text, config-default.xml values or {}) of a directory or a workflow.xml path.
 
-    Same checks as coordinator applications (coordinators.sources.read_application): protocols
+    Same checks as coordinator applications (kernel.application_sources.read_application): protocols
     and, unless trusted (the CLI on the server), the application roots, before storage is touched.
     config-default.xml is read next to workflow.xml when it exists (Oozie's SubmitXCommand).
     """
     import fsspec
 
-    # coordinators.sources reads Django settings: imported here, so the package itself stays pure
-    from coordinators.sources import read_application
+    # kernel.application_sources reads Django settings: imported here, so the package itself stays pure
+    from kernel.application_sources import read_application
 
     xml, app_dir = read_application(
         app_path, trusted=trusted, filename="workflow.xml", what="workflow application", prop=APP_PATH_PROPERTY,

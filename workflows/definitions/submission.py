@@ -4,7 +4,7 @@ Layering (Oozie's SubmitXCommand, then ParameterVerifier): the job properties wi
 config-default.xml value fills a property the job properties lack; a `<parameters>` default
 fills what both lack; a `<parameters>` property without a default that is still missing
 refuses the submission. `${other}` references between properties are then expanded as
-Hadoop's Configuration does (coordinators.plan.resolve.expand_properties).
+Hadoop's Configuration does (oozie.properties.expand_properties).
 
 EL at submission: every `${...}` of the definition (action specs, kill messages, decision
 predicates, configurations, prepare paths) may read only defined variables (the job
@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from coordinators.plan.resolve import expand_properties
 from oozie.definitions.errors import ConfigurationError, DefinitionError
 from oozie.definitions.parser import merge_parameters
 from oozie.el import (
@@ -34,6 +33,7 @@ from oozie.el import (
 )
 from oozie.el.nodes import calls_in, variables_in
 from oozie.el.template import Expression
+from oozie.properties import expand_properties
 from workflows.definitions.errors import WorkflowELError
 from workflows.definitions.model import NodeDef, PreparedWorkflow, WorkflowDefinition
 from workflows.definitions.parser import CONFIGURABLE_ACTIONS, WorkflowApp, parse_workflow_app

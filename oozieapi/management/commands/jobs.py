@@ -119,9 +119,9 @@ class Command(BaseCommand):
     def _selection(self, kind: str, user: Any, text: str) -> QuerySet[Any]:
         from bundles.choices import BundleStatus
         from bundles.models import BundleJob
-        from coordinators.api.filters import readable_jobs
         from coordinators.choices import JobStatus
         from coordinators.models import CoordinatorJob
+        from kernel.permissions import readable_jobs
         from oozieapi.filters import filter_jobs
 
         if kind == "bundle":

@@ -11,12 +11,12 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coordinators.services import announce_dataset
-from datasets.api.serializers import (
+from coordinators.api.dataset_event_serializers import (
     AvailableInstanceSerializer,
     DatasetEventResultSerializer,
     DatasetEventSerializer,
 )
+from coordinators.services import announce_dataset
 from datasets.models import AvailableInstance
 from kernel.permissions import JobPermissionDenied
 
