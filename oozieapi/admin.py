@@ -1,7 +1,7 @@
 """Oozie's admin resources beyond status: instrumentation, metrics, prometheus, configuration, queue-dump, servers.
 
 `instrumentation` (Oozie's InstrumentationService JSON), `metrics` (its Codahale metrics JSON)
-and `prometheus` are three renderings of `project.metrics.compute_figures()`, the figures
+and `prometheus` are three renderings of `monitoring.compute_figures()`, the figures
 /metrics shows. Any authenticated caller may read those and `available-oozie-servers`;
 `configuration` (an allow-list of non-secret settings, URLs without credentials) and
 `queue-dump` (the command queue per key) only job admins (ADR 0014). As in Oozie's
@@ -25,10 +25,10 @@ from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse
 
 from kernel.permissions import is_admin
+from monitoring import Figures, compute_figures, prometheus_text
 from oozieapi.errors import OozieError
 from oozieapi.filters import MAX_LEN, int_parameter
 from oozieapi.formats import json_response, rfc822
-from project.metrics import Figures, compute_figures, prometheus_text
 
 PUBLIC_RESOURCES = frozenset({"instrumentation", "metrics", "prometheus", "available-oozie-servers"})
 ADMIN_RESOURCES = frozenset({"configuration", "queue-dump"})

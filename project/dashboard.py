@@ -1,6 +1,6 @@
 """The operators' dashboard: what runs, what waits and why, on one page (issue 15, item 4).
 
-The counts are `project.metrics.compute_figures()`, the same object Prometheus scrapes (a
+The counts are `monitoring.compute_figures()`, the same object Prometheus scrapes (a
 few bounded aggregate queries, ADR 0014); the lists beside them (late actions, parked
 commands, SLA misses today) are each one query with a small LIMIT over an index. Sections
 show only what the operator may view.
@@ -154,7 +154,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.contrib import admin
 
-    from project.metrics import compute_figures
+    from monitoring import compute_figures
 
     now = timezone.now()
     figures = compute_figures(now)

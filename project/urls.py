@@ -10,7 +10,7 @@ from kernel.auth_guard import GuardedAdminAuthenticationForm, with_lockout_statu
 from project.api import api_root
 from project.dashboard import dashboard
 from project.health import healthz
-from project.metrics import metrics_view
+from project.metrics_view import metrics_view
 
 # The admin is the operators' site: there is no public site for a "View site" link to open.
 admin.site.site_url = None

@@ -221,7 +221,7 @@ def test_ended_action_counts_are_reused_while_live_ones_are_fresh(settings: Any)
     """With METRICS_ENDED_ACTIONS_SECONDS, ended counts (a full scan) come from the cache; pending and running never do."""
     from django.core.cache import cache
 
-    from project.metrics import ENDED_ACTIONS_CACHE_KEY
+    from monitoring import ENDED_ACTIONS_CACHE_KEY
 
     settings.METRICS_ENDED_ACTIONS_SECONDS = 60
     cache.delete(ENDED_ACTIONS_CACHE_KEY)

@@ -11,10 +11,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from coordinators.models import CoordinatorJob
 from kernel.permissions import OwnedJob, check_modify, check_read, readable_jobs
 from workflows.models import WorkflowJob
-from workflows.states import parent_key
 
 MAX_PARENT_DEPTH = 50  # sub-workflows nest at most 20 deep (workflows.engine); a bound against a corrupt chain
 
@@ -40,11 +38,23 @@ def root_of(workflow: WorkflowJob) -> WorkflowJob:
     return root
 
 
+@dataclass(frozen=True)
+class ParentJob:
+    """The coordinator job a run answers to, as much of it as permissions read (through the run's action)."""
+
+    id: str
+    owner_id: Any
+    acl: str
+    kind_name: str = "job"  # as refusals named the coordinator job before
+
+
 def guard(workflow: WorkflowJob) -> OwnedJob:
     """What permissions are checked against: the root's parent coordinator job, else the root workflow itself."""
     root = root_of(workflow)
     if root.coord_action_id:
-        return CoordinatorJob.objects.only("id", "owner_id", "acl").get(pk=parent_key(root))
+        job_id, owner_id, acl = WorkflowJob.objects.filter(pk=root.pk).values_list(
+            "coord_action__job_id", "coord_action__job__owner_id", "coord_action__job__acl").get()
+        return ParentJob(job_id, owner_id, acl or "")
     return Unparented(root.id, root.owner_id)
 
 

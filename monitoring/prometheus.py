@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import hmac
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from django.conf import settings
-from django.http import HttpRequest, HttpResponse
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
-from kernel import auth_guard
-from project.metrics.figures import Figures, compute_figures
+from monitoring.figures import Figures
 
 # Upper bounds of the wait and run time buckets, in seconds (+Inf is added).
 BUCKETS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
@@ -138,40 +132,3 @@ def prometheus_text(figures: Figures, accept: str = "") -> tuple[bytes, str]:
     registry.register(SchedulerCollector(figures))
     encoder, content_type = choose_encoder(accept)
     return encoder(registry), content_type
-
-
-def _authorized(request: HttpRequest) -> bool:
-    """`Authorization: Bearer <METRICS_TOKEN>`, or any active user of the APIs (basic or API token)."""
-    from oozieapi.auth import authenticate
-    from oozieapi.errors import OozieError
-
-    expected = str(getattr(settings, "METRICS_TOKEN", "") or "")
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    scheme, _, credentials = header.partition(" ")
-    if expected and scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode(), expected.encode()):
-        return True
-    try:
-        user = authenticate(request, scope="metrics")
-    except OozieError:
-        return False
-    return user is not None and bool(getattr(user, "is_active", False))
-
-
-@never_cache
-@require_GET
-def metrics_view(request: HttpRequest) -> HttpResponse:
-    """GET /metrics: the figures for Prometheus; 401 without METRICS_TOKEN or API credentials, 429 while locked out."""
-    # The lock comes before the METRICS_TOKEN comparison: a locked-out address guesses nothing here.
-    # (A wrong Bearer token is a failure: oozieapi.auth looks it up as an API token and records it.)
-    lock = auth_guard.lockout(request) if request.META.get("HTTP_AUTHORIZATION") else None
-    if lock is not None:
-        response = HttpResponse(f"{lock.message()}\n", status=429, content_type="text/plain; charset=utf-8")
-        response["Retry-After"] = str(lock.retry_after)
-        return response
-    if not _authorized(request):
-        response = HttpResponse("authentication required: Authorization: Bearer <METRICS_TOKEN>, or API credentials\n",
-                                status=401, content_type="text/plain; charset=utf-8")
-        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return response
-    body, content_type = prometheus_text(compute_figures(), request.META.get("HTTP_ACCEPT", ""))
-    return HttpResponse(body, content_type=content_type)

@@ -233,7 +233,7 @@ def _job_statuses() -> dict[str, dict[str, int]]:
     }
 
 
-ENDED_ACTIONS_CACHE_KEY = "project.metrics:ended-actions"
+ENDED_ACTIONS_CACHE_KEY = "monitoring:ended-actions"
 
 
 def ended_actions_seconds() -> int:

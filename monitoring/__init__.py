@@ -8,14 +8,14 @@ Nothing is counted in process memory, so every web worker answers the same numbe
 
 from __future__ import annotations
 
-from project.metrics.figures import (
+from monitoring.figures import (
     ENDED_ACTIONS_CACHE_KEY,
     CommandLoad,
     Figures,
     FinishedCommand,
     compute_figures,
 )
-from project.metrics.prometheus import SchedulerCollector, metrics_view, prometheus_text
+from monitoring.prometheus import SchedulerCollector, prometheus_text
 
 __all__ = [
     "ENDED_ACTIONS_CACHE_KEY",
@@ -24,6 +24,5 @@ __all__ = [
     "FinishedCommand",
     "SchedulerCollector",
     "compute_figures",
-    "metrics_view",
     "prometheus_text",
 ]
