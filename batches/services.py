@@ -30,6 +30,7 @@ from batches.expand import MANIFEST_TYPES, parse_batch_manifest
 from batches.models import Batch, BatchJob, Collection, Profile
 from batches.sources import PayloadError, check_payload_url, read_bytes
 from kernel.permissions import JobPermissionDenied, check_modify, check_read, is_admin
+from kernel.statemachine import IllegalTransition
 from xcommands.queue import enqueue
 
 ERC_FIELDS = ("erc_what", "erc_who", "erc_when", "erc_where")
@@ -189,8 +190,6 @@ def job_verb(job_id: int, verb: str, *, actor: Any, priority: int | None = None,
 def jobs_verb(job_ids: Iterable[int], verb: str, *, actor: Any, priority: int | None = None,
               confirmed: bool = False) -> tuple[list[int], list[str]]:
     """The verb on many jobs; (queued ids, refusals naming each job and why)."""
-    from kernel.statemachine import IllegalTransition
-
     done: list[int] = []
     refused: list[str] = []
     for job_id in job_ids:

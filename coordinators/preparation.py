@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import fsspec
 from django.conf import settings
 from django.db.models import IntegerField
 from django.utils import timezone
@@ -28,6 +29,9 @@ from kernel.application_sources import (
 from oozie.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from oozie.definitions.includes import Loader
 from workflows.actions.celery import check_definition_tasks
+from workflows.definitions.loader import load_application
+from workflows.definitions.parser import parse_workflow
+from workflows.engine import relative_to
 from workflows.notifications import check_notification_properties
 
 # Each launcher, and what follows its scheme (coordinators.launchers).
@@ -70,7 +74,6 @@ class PreparedCoordinator:
 
 def workflow_app_path(app_path: str, app_dir: str | None) -> str:
     """A workflow application's path: a relative one is relative to the coordinator's own directory."""
-    from workflows.engine import relative_to
 
     path = app_path.strip()
     if "${" in path or not app_dir:
@@ -84,12 +87,9 @@ def check_workflow_application(app_path: str, *, trusted: bool, source: str) -> 
     Its variables are not resolved here: each action's configuration resolves them when it
     starts. An app-path still holding `${...}` (resolved per action) is checked at launch.
     """
-    from workflows.definitions.loader import load_application
-    from workflows.definitions.parser import parse_workflow
 
     if "${" in app_path:
         return
-    import fsspec
 
     protocol = app_path.split("://", 1)[0].lower() if "://" in app_path else "file"
     try:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ObjectDoesNotExist
 
+from kernel.statemachine import IllegalTransition
 from operations.registry import OperationType
 
 VERBS = ("kill", "suspend", "resume")
@@ -58,7 +59,6 @@ class BulkVerb(OperationType):
 
     def start_or_resume_job(self, arg: Any, partition: str, context: Any) -> None:
         """Refusals (rights, a job that is gone) are this job's failure; a status the verb does not apply to is a skip."""
-        from kernel.statemachine import IllegalTransition
         from xcommands.errors import PreconditionFailed
 
         user = get_user_model().objects.filter(pk=arg.get("user_id")).first()

@@ -23,7 +23,10 @@ from workflows.choices import (
     NodeStatus,
     WorkflowStatus,
 )
+from workflows.engine import resumed
+from workflows.launch import dispatch_on_commit
 from workflows.models import WorkflowJob, WorkflowNode
+from workflows.runner import end_workflow
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +102,6 @@ def suspend_workflow(workflow_id: str, now: datetime) -> bool:
 
 def resume_workflow(workflow_id: str, now: datetime) -> bool:
     """SUSPENDED -> RUNNING (caller's transaction): queued nodes are sent again; a node that ended meanwhile ends the workflow."""
-    from workflows.launch import dispatch_on_commit
-    from workflows.runner import end_workflow
-
     workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
     nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
     if workflow.status != WorkflowStatus.SUSPENDED:
@@ -112,8 +112,6 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     notifications.job_changed(workflow)
     parents.suspended_or_resumed(workflow, False)
     if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
-        from workflows.engine import resumed
-
         resumed(workflow, nodes, now)
         return True
     for node in nodes:

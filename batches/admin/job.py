@@ -43,7 +43,7 @@ from batches.admin.verbs import (
     value_page,
 )
 from batches.models import Batch, BatchJob
-from kernel.admin_kit import ReadOnlyAdmin
+from kernel.admin_kit import ReadOnlyAdmin, pretty
 from kernel.permissions import can_read
 
 PRIORITY_RANGES = [
@@ -228,14 +228,10 @@ class BatchJobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="files")
     def files_json(self, obj: BatchJob) -> str:
-        from kernel.admin_kit import pretty
-
         return pretty(obj.files)
 
     @admin.display(description="stage history")
     def history_json(self, obj: BatchJob) -> str:
-        from kernel.admin_kit import pretty
-
         return pretty(obj.history)
 
     # --- the page
