@@ -1,4 +1,4 @@
-"""Taking jobs by priority: BATCH_SLOTS slots, each held by one job while one of its stages runs.
+"""Which job goes next: BATCH_SLOTS slots, each held by one job while one of its stages runs.
 
 The seed's consumers take jobs from each state's queue sorted by priority (`XX-JID`). Here a
 job waiting in a stage's queue is taken when a slot frees: the runnable job with the lowest
@@ -11,6 +11,9 @@ the same job and never wait for each other.
 Runnable: in a stage's queue, no slot, not blocked by an older job of the same object, not
 asleep (`not_before`, a provisioning job waiting for space). A deleted batch's jobs are
 deleted, so they are never runnable.
+
+This module answers the questions (which slots, which jobs in which order, may a job keep
+its slot); `batches.commands.stage` hands the slots over and runs the stages.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -48,41 +50,6 @@ def runnable_jobs() -> Any:
     )
 
 
-def _take(slot: Slot) -> BatchJob | None:
-    """Give the slot (locked by the caller) to the next runnable job, queue that job's stage; the job, or None."""
-    from batches.commands.job import BatchJobStageXCommand
-    from xcommands.queue import enqueue
-
-    job = runnable_jobs().select_for_update(skip_locked=True, of=("self",)).only(
-        "pk", "status", "object_key", "stage_token", "priority",
-    ).first()
-    if job is None:
-        return None
-    now = timezone.now()
-    token = job.stage_token + 1
-    BatchJob.objects.filter(pk=job.pk).update(dispatched=True, stage_token=token)
-    slot.job_id = job.pk
-    slot.since = now
-    slot.save(update_fields=["job", "since"])
-    enqueue(BatchJobStageXCommand(job_id=job.pk, stage=job.status, token=token, key=job.object_key))
-    return job
-
-
-def fill_slots(limit: int | None = None) -> int:
-    """Hand free slots to runnable jobs, best first; how many jobs were taken."""
-    taken = 0
-    with transaction.atomic():
-        free = list(
-            Slot.objects.select_for_update(skip_locked=True).filter(job__isnull=True, number__lte=slots())
-            .order_by("number")[: limit or slots()]
-        )
-        for slot in free:
-            if _take(slot) is None:
-                break
-            taken += 1
-    return taken
-
-
 def keeps_slot(job: BatchJob) -> bool:
     """Whether a job that just moved to its next stage may run it in the slot it holds (BATCH_CHAIN_STAGES).
 
@@ -95,28 +62,3 @@ def keeps_slot(job: BatchJob) -> bool:
     if best is not None and best < (job.priority, job.pk):
         return False
     return Slot.objects.filter(job_id=job.pk, number__lte=slots()).exists()
-
-
-def release(job_id: int, *, hand_over: bool = True) -> None:
-    """The job's stage ended: free its slot and (in the same transaction) give it to the next job."""
-    slot = Slot.objects.select_for_update().filter(job_id=job_id).first()
-    BatchJob.objects.filter(pk=job_id).update(dispatched=False)
-    if slot is None:
-        return
-    slot.job_id = None
-    slot.since = None
-    slot.save(update_fields=["job", "since"])
-    if hand_over and slot.number <= slots():
-        _take(slot)
-
-
-def fill_after_commit() -> None:
-    """Fill free slots once the caller's transaction commits (new runnable jobs)."""
-    transaction.on_commit(lambda: _fill_quietly())
-
-
-def _fill_quietly() -> None:
-    try:
-        fill_slots()
-    except Exception:  # the beat's dispatch fills them a second later
-        log.warning("filling batch slots failed; the dispatch service will", exc_info=True)

@@ -7,6 +7,7 @@ becomes one transaction).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -15,7 +16,9 @@ from django.utils import timezone
 from batches.choices import JOB_ENDED, JOB_TRANSITIONS
 from batches.choices import JobStatus as J
 from batches.models import BatchJob
+from batches.stages import clean_working_dir
 from kernel.statemachine import check_transition
+from operations.services import end_job
 
 MAX_HISTORY = 200
 
@@ -35,11 +38,13 @@ def appended(history: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[
 
 
 def move(job: BatchJob, to: str, *, note: str = "", fields: dict[str, Any] | None = None,
-         expect_status: str | None = None, expect_token: int | None = None, **times: Any) -> bool:
+         expect_status: str | None = None, expect_token: int | None = None,
+         refill: Callable[[], None] | None = None, **times: Any) -> bool:
     """Move the job to `to` (checked against the table) with a compare-and-set; False if it changed meanwhile.
 
     Ending it (completed, failed, deleted) writes its operation's outcome, lets newer jobs of
-    the same object go, and (completed, deleted) removes its working directory after commit.
+    the same object go (then calls `refill`, which fills the free slots), and (completed,
+    deleted) removes its working directory after commit.
     """
     check_transition(JOB_TRANSITIONS, job.status, to, f"job {job.pk}")
     now = timezone.now()
@@ -58,24 +63,18 @@ def move(job: BatchJob, to: str, *, note: str = "", fields: dict[str, Any] | Non
     for name, value in values.items():
         setattr(job, name, value)
     if to in JOB_ENDED and previous not in JOB_ENDED:
-        ended(job, to)
+        ended(job, to, refill)
     if to in (J.COMPLETED, J.DELETED):
-        from batches.stages import clean_working_dir
-
         BatchJob.objects.filter(pk=job.pk).update(cleaned_at=timezone.now())
         transaction.on_commit(lambda: clean_working_dir(job))
     return True
 
 
-def ended(job: BatchJob, status: str) -> None:
-    """The job ended: its operation's outcome is written, newer jobs of its object may go."""
-    from operations.services import end_job
-
+def ended(job: BatchJob, status: str, refill: Callable[[], None] | None = None) -> None:
+    """The job ended: its operation's outcome is written, newer jobs of its object may go (`refill` fills the slots then)."""
     batch = job.batch
     if batch.operation_id is not None:
         end_job(batch.operation_id, str(job.pk), status == J.COMPLETED, job.error if status == J.FAILED else "")
     unblocked = BatchJob.objects.filter(blocked_by_id=job.pk).update(blocked_by=None)
-    if unblocked:
-        from batches.dispatch import fill_after_commit
-
-        fill_after_commit()
+    if unblocked and refill is not None:
+        refill()

@@ -9,11 +9,13 @@ between sending and recording can cause.
 from __future__ import annotations
 
 import json
+import logging
 import urllib.request
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMessage
+from django.db import transaction
 
 from batches.models import Batch, BatchReport
 
@@ -59,8 +61,6 @@ def send_report(report: BatchReport, target: str) -> None:
 
 def queue_summary(batch: Batch, jobs: int) -> None:
     """E-mail the profile's recipients that the batch was queued (the profile's `summary_on_queue`), after commit."""
-    from django.db import transaction
-
     addresses = batch.profile.email_targets()
     if not addresses:
         return
@@ -71,8 +71,6 @@ def queue_summary(batch: Batch, jobs: int) -> None:
     )
 
     def send() -> None:
-        import logging
-
         for address in addresses:
             try:
                 send_email(address, subject, body, f"batch-{batch.pk}-queued", [])

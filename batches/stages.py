@@ -4,7 +4,7 @@ A stage function gets the job (with its batch, profile and collection) and answe
 `Outcome`: the queue the job moves to (or that it stays and waits), the fields it changed,
 and why. It writes nothing itself, except where the seed says to store at once: a minted
 primary identifier (so a restarted processing stage never mints twice) and each downloaded
-file (so a restarted download skips what arrived whole). `batches.commands.job` records the
+file (so a restarted download skips what arrived whole). `batches.commands.stage` records the
 outcome with a compare-and-set on the job's status and stage token.
 
 Stages raise `StageFailed` for a failure retrying cannot fix (digest mismatch, corrupt

@@ -12,8 +12,8 @@ class CoordinatorsConfig(AppConfig):
 
     def ready(self) -> None:
         """Hear the starts and ends of the workflow runs that actions launch."""
-        from coordinators import bulk_verbs, launchers
+        from coordinators import bulk_verbs, run_events
         from operations.bulk import register_kind
 
-        launchers.register()
+        run_events.register()
         register_kind("coordinator", bulk_verbs.act)

@@ -36,7 +36,8 @@ from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.ids import next_workflow_ids
 from workflows.launch import UnknownApplication
 from workflows.models import WorkflowJob, WorkflowNode
-from workflows.runner import MAX_ERROR_CHARS, Outcome, end_node
+from workflows.outcomes import MAX_ERROR_CHARS, Outcome
+from workflows.runner import end_node
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue

@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from kernel.admin_kit import ReadOnlyAdmin, badge, pretty
 from kernel.permissions import is_admin
 from operations.choices import JOB_UNFINISHED, JobStatus
-from operations.commands import skipped_jobs
+from operations.counts import skipped_jobs
 from operations.models import Operation
 from operations.services import cancel_operation
 

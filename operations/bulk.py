@@ -19,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ObjectDoesNotExist
 
 from kernel.statemachine import IllegalTransition
 from operations.registry import OperationType
+from operations.services import start_operation
+from xcommands.errors import PreconditionFailed
 
 VERBS = ("kill", "suspend", "resume")
-#: The progress key of a job the verb did not apply to, and why (operations.commands.skipped_jobs).
+#: The progress key of a job the verb did not apply to, and why (operations.counts.skipped_jobs).
 SKIPPED = "skipped"
 COMPATIBLE = {"kill": {"kill", "suspend"}, "suspend": {"suspend", "kill"}, "resume": {"resume"}}
 
@@ -59,8 +62,6 @@ class BulkVerb(OperationType):
 
     def start_or_resume_job(self, arg: Any, partition: str, context: Any) -> None:
         """Refusals (rights, a job that is gone) are this job's failure; a status the verb does not apply to is a skip."""
-        from xcommands.errors import PreconditionFailed
-
         user = get_user_model().objects.filter(pk=arg.get("user_id")).first()
         act = _ACTORS.get(str(arg.get("kind")))
         if user is None or act is None:
@@ -108,8 +109,6 @@ class BulkResume(BulkVerb):
 
 def start_bulk(kind: str, verb: str, job_ids: list[str], *, user: Any, owner: str | None, filter_text: str = "") -> Any:
     """Start the operation carrying `verb` out on each selected job (OperationConflict, ValueError)."""
-    from operations.services import start_operation
-
     if verb not in VERBS:
         raise ValueError(f"bulk action {verb!r}: use {', '.join(VERBS)}")
     if kind not in _ACTORS:
@@ -122,8 +121,6 @@ def start_bulk(kind: str, verb: str, job_ids: list[str], *, user: Any, owner: st
 
 def admin_threshold() -> int:
     """BULK_ADMIN_THRESHOLD: an admin selection larger than this runs as one operation (default 20)."""
-    from django.conf import settings
-
     return int(getattr(settings, "BULK_ADMIN_THRESHOLD", 20))
 
 

@@ -17,14 +17,14 @@ from django.utils import timezone
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.commands import (
     JOBS_PER_COMMAND,
+    JobContext,
     OperationJobCancelXCommand,
     OperationJobXCommand,
-    failed_jobs,
-    job_counts,
-    skipped_jobs,
 )
+from operations.counts import failed_jobs, job_counts, skipped_jobs
 from operations.models import Operation, OperationJob, OperationTarget
 from operations.registry import operation_type
+from xcommands.models import Command
 from xcommands.queue import enqueue_many
 
 MAX_PARTITION = 255
@@ -97,8 +97,6 @@ def start_operation(
         ]
         rows = enqueue_many(commands)
         if kind.max_retries != OperationJobXCommand.max_retries:
-            from xcommands.models import Command
-
             Command.objects.filter(pk__in=[row.pk for row in rows]).update(max_retries=kind.max_retries)
     return operation
 
@@ -108,8 +106,6 @@ def end_job(operation_id: int, partition: str, success: bool, error: str = "") -
 
     Runs in the caller's transaction, so the outcome commits with whatever ended the job.
     """
-    from operations.context import JobContext
-
     job = OperationJob.objects.filter(operation_id=operation_id, partition=partition).first()
     operation = Operation.objects.filter(pk=operation_id).only("pk", "target", "status").first()
     if job is None or operation is None:

@@ -18,7 +18,8 @@ from django.db import transaction
 
 from batches.choices import QUEUES, BatchStatus
 from batches.choices import JobStatus as J
-from batches.dispatch import ensure_slots, fill_slots
+from batches.commands.stage import fill_slots
+from batches.dispatch import ensure_slots
 from batches.models import Batch, BatchJob, Slot
 from batches.stages import clean_working_dir
 

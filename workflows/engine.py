@@ -18,16 +18,19 @@ are advanced one after the other: a join counts each arrival once.
 from __future__ import annotations
 
 import logging
+import posixpath
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import DatabaseError, transaction
 from django.db.models import F
 
+from kernel.locking import skip_locked
 from kernel.secrets import masker
-from workflows import notifications
+from workflows import notifications, parents
 from workflows.choices import (
     NODE_LIVE,
     NODE_TERMINAL,
@@ -35,8 +38,16 @@ from workflows.choices import (
     NodeStatus,
     WorkflowStatus,
 )
+from workflows.definitions.loader import load_application
 from workflows.definitions.model import NodeDef, PreparedWorkflow, WorkflowDefinition
+from workflows.definitions.submission import prepare_workflow
+from workflows.el import NodeState, WorkflowState, evaluate_predicate, evaluate_text, resolve_spec
+from workflows.ids import next_workflow_ids
+from workflows.launch import dispatch_on_commit, queue_of, relaunch
 from workflows.models import WorkflowJob, WorkflowNode
+from workflows.outcomes import MAX_ERROR_CHARS, Outcome, end_workflow, store_end
+from workflows.settings import max_launches, user_retry_interval
+from workflows.states import kill_nodes, kill_workflows
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +81,6 @@ def create_job(
     start: bool = True,
 ) -> WorkflowJob:
     """Store a workflow job of an application (PREP), and start it unless asked not to (caller's transaction)."""
-    from workflows.ids import next_workflow_ids
-
     workflow = WorkflowJob.objects.create(
         id=next_workflow_ids(1)[0],
         app_name=prepared.definition.name,
@@ -98,9 +107,6 @@ def failed_launch(app_path: str, configuration: Mapping[str, str], error: str, *
                   owner_id: int | None = None, coord_action_id: str | None = None, run: int = 0,
                   nominal_time: datetime | None = None) -> WorkflowJob:
     """A launch whose application was refused: a FAILED job whose `:start:` node says why; the parent is told."""
-    from workflows import parents
-    from workflows.ids import next_workflow_ids
-
     workflow = WorkflowJob.objects.create(
         id=next_workflow_ids(1)[0], app_name=app_path.rstrip("/").rsplit("/", 1)[-1] or app_path, app_path=app_path,
         owner_id=owner_id, coord_action_id=coord_action_id, run=run, configuration=dict(configuration),
@@ -139,8 +145,6 @@ def is_application(workflow: WorkflowJob) -> bool:
 
 def _callback_base() -> str:
     """Where wf:callback() points: the service's public address (SLA_ADMIN_BASE_URL) and /oozie/callback."""
-    from django.conf import settings
-
     return str(getattr(settings, "SLA_ADMIN_BASE_URL", "") or "http://localhost:8000").rstrip("/") + "/oozie/callback"
 
 
@@ -153,8 +157,6 @@ class _NodeStates(Mapping[str, Any]):
 
     def _states(self) -> dict[str, Any]:
         if self._loaded is None:
-            from workflows.el import NodeState
-
             self._loaded = {
                 n.name: NodeState(
                     transition=n.transition, error_code=n.error_code, error_message=n.error_message,
@@ -179,8 +181,6 @@ class _NodeStates(Mapping[str, Any]):
 
 def el_state(workflow: WorkflowJob, current: str = "") -> Any:
     """The `wf:` state of the job now: its fields and every node's transition, errors and data (read when asked)."""
-    from workflows.el import WorkflowState
-
     last_error = (workflow.nodes.filter(status__in=[NodeStatus.ERROR, NodeStatus.FAILED, NodeStatus.USER_RETRY])
                   .order_by(F("ended_at").desc(nulls_last=True), "-id").values_list("name", flat=True).first())
     owner = workflow.owner.get_username() if workflow.owner_id and workflow.owner else ""
@@ -236,8 +236,6 @@ def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now
 
 def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
     """Execute one node; the nodes to enter next."""
-    from workflows.el import evaluate_predicate, evaluate_text
-
     name = node.name
     try:
         if node.kind == "end":
@@ -261,7 +259,6 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
         else:
             return _enter_action(workflow, definition, node, now)
     except Exception as exc:  # an EL error (a decision, a kill message, an action's spec): the job FAILS
-        from django.db import DatabaseError
 
         if isinstance(exc, (DatabaseError, transaction.TransactionManagementError)):
             raise
@@ -294,8 +291,6 @@ def _skipped(workflow: WorkflowJob) -> set[str]:
 
 
 def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
-    from workflows.el import resolve_spec
-
     existing = WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).first()
     if existing is not None and existing.status == NodeStatus.OK and node.name in _skipped(workflow):
         # A rerun skips what ran well (spec 10): the node keeps its run and its transition is taken again.
@@ -318,7 +313,6 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
         notifications.job_changed(workflow)
         log.info("workflow %s suspended on node %s (%s)", workflow.id, node.name, SUSPEND_ON_NODES)
         return []
-    from workflows.launch import dispatch_on_commit
 
     dispatch_on_commit(row)
     return []
@@ -327,9 +321,6 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
 def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status: str,
                   spec: Mapping[str, Any] | None = None) -> WorkflowNode:
     """The action node's row, new or reset for a new run (a rerun, or a path taken again)."""
-    from workflows.launch import queue_of
-    from workflows.settings import max_launches
-
     task_id = str(uuid.uuid4())
     task = str((spec or {}).get("task", "")) if node.action_type == "celery" else ""
     row, _ = WorkflowNode.objects.update_or_create(
@@ -350,10 +341,6 @@ def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status
 
 def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> None:
     """Start the child job of a sub-workflow node; the node runs until the child ends (its end ends it)."""
-    from workflows.definitions.loader import load_application
-    from workflows.definitions.submission import prepare_workflow
-    from workflows.el import resolve_spec
-
     row = _reset_action(workflow, node, now, status=NodeStatus.RUNNING)
     row.started_at = now
     depth, parent = 0, workflow
@@ -373,15 +360,13 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
         xml, defaults = load_application(app_path, trusted=False)
         prepared = prepare_workflow(xml, configuration, app_path=app_path, config_default=defaults)
     except Exception as exc:  # a child that cannot be submitted: the node ERRORs (its error transition)
-        from django.db import DatabaseError
 
         if isinstance(exc, DatabaseError):
             raise
-        from workflows.runner import Outcome, end_node
-
         row.spec = dict(node.spec)
         row.save(update_fields=["spec", "started_at"])
-        end_node(row, Outcome(NodeStatus.ERROR, "E0SUBWF", f"sub-workflow not started: {exc}"[:4000]), now)
+        store_end(row, Outcome(NodeStatus.ERROR, "E0SUBWF", f"sub-workflow not started: {exc}"[:MAX_ERROR_CHARS]), now)
+        node_ended(row, now)
         return
     row.spec = spec
     child = create_job(prepared, now=now, owner_id=workflow.owner_id, group=workflow.group, parent=row, start=False)
@@ -425,8 +410,6 @@ def node_ended(node: WorkflowNode, now: datetime) -> None:
 
 def _user_retry(node: WorkflowNode, spec: NodeDef, now: datetime) -> None:
     """ERROR with user retries left (spec 18): USER_RETRY, run again after retry-interval minutes."""
-    from workflows.settings import user_retry_interval
-
     node.transition_to(NodeStatus.USER_RETRY)
     node.user_retries += 1
     node.max_attempts += 1  # a user retry is a launch of its own, not one of the lost-worker allowance
@@ -440,8 +423,6 @@ def _user_retry(node: WorkflowNode, spec: NodeDef, now: datetime) -> None:
 
 def retry_now(node: WorkflowNode, now: datetime) -> None:
     """Launch a USER_RETRY node again (the caller holds its row)."""
-    from workflows.launch import relaunch
-
     node.retry_at = None
     node.save(update_fields=["retry_at"])
     relaunch(node, now)
@@ -449,8 +430,6 @@ def retry_now(node: WorkflowNode, now: datetime) -> None:
 
 def due_user_retries(now: datetime, limit: int = 500) -> int:
     """Launch again the USER_RETRY nodes whose time came, of running workflows (recovery)."""
-    from kernel.locking import skip_locked
-
     launched = 0
     with transaction.atomic():
         rows = skip_locked(
@@ -465,9 +444,6 @@ def due_user_retries(now: datetime, limit: int = 500) -> int:
 
 def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[str, str] = ("", "")) -> None:
     """End the job: live nodes and sub-workflows killed, the parent told (caller's transaction, row locked)."""
-    from workflows import parents
-    from workflows.states import kill_nodes
-
     kill_nodes(workflow.id, now, reason=f"workflow {status}")
     children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow.id)
                     .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True))
@@ -490,8 +466,6 @@ def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[st
 
 def kill_tree(workflow_id: str, now: datetime, reason: str) -> None:
     """Kill a job and its sub-workflows (caller's transaction)."""
-    from workflows.states import kill_workflows
-
     children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow_id)
                     .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True))
     for child in children:
@@ -501,8 +475,6 @@ def kill_tree(workflow_id: str, now: datetime, reason: str) -> None:
 
 def relative_to(app_path: str, parent: str) -> str:
     """An application path relative to the directory `parent` (a sub-workflow's to its parent application, an action's to its coordinator); absolute paths and URIs as they are."""
-    import posixpath
-
     path = app_path.strip()
     if not path or "://" in path or path.startswith("/") or not parent:
         return path
@@ -514,8 +486,6 @@ def relative_to(app_path: str, parent: str) -> str:
 
 def sub_workflow_ended(child: WorkflowJob, now: datetime) -> None:
     """A sub-workflow ended: its node in the parent ends so (OK when it SUCCEEDED, else ERROR)."""
-    from workflows.runner import Outcome, end_node
-
     node = (WorkflowNode.objects.select_for_update().select_related("workflow")
             .filter(pk=child.parent_node, status=NodeStatus.RUNNING, external_id=child.id).first())
     if node is None:
@@ -527,16 +497,45 @@ def sub_workflow_ended(child: WorkflowJob, now: datetime) -> None:
     else:
         outcome = Outcome(NodeStatus.ERROR, child.error_code or child.status,
                           child.error_message or f"sub-workflow {child.id} {child.status}")
-    end_node(node, outcome, now)
+    store_end(node, outcome, now)
+    node_ended(node, now)  # the parent is an application
 
 
 # ---- resume and rerun -------------------------------------------------------------------------------
 
 
+def resume_workflow(workflow_id: str, now: datetime) -> bool:
+    """SUSPENDED -> RUNNING (caller's transaction): queued nodes are sent again; a node that ended meanwhile ends the workflow.
+
+    An application takes the transitions held while it was suspended (`resumed`); a `task:`
+    workflow whose node ended meanwhile ends now.
+    """
+    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
+    nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
+    if workflow.status != WorkflowStatus.SUSPENDED:
+        return False
+    workflow.transition_to(WorkflowStatus.RUNNING)
+    workflow.last_modified = now
+    workflow.save(update_fields=["status", "last_modified"])
+    notifications.job_changed(workflow)
+    parents.suspended_or_resumed(workflow, False)
+    if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
+        resumed(workflow, nodes, now)
+        return True
+    for node in nodes:
+        node.workflow = workflow
+        if node.status == NodeStatus.PREP:
+            node.dispatched_at, node.dispatches = now, node.dispatches + 1
+            node.save(update_fields=["dispatched_at", "dispatches"])
+            dispatch_on_commit(node)
+    ended = [node for node in nodes if node.status in NODE_TERMINAL]
+    if ended:
+        end_workflow(ended[0], now)
+    return True
+
+
 def resumed(workflow: WorkflowJob, nodes: list[WorkflowNode], now: datetime) -> None:
     """After SUSPENDED -> RUNNING: the transitions held while suspended are taken now."""
-    from workflows.launch import dispatch_on_commit
-
     for node in nodes:
         node.workflow = workflow
         if node.status == NodeStatus.PREP:

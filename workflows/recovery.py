@@ -22,7 +22,8 @@ from kernel.locking import skip_locked
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.launch import dispatch_on_commit, relaunch
 from workflows.models import WorkflowNode
-from workflows.runner import Outcome, end_node
+from workflows.outcomes import Outcome
+from workflows.runner import end_node
 from workflows.settings import resend_after
 from xcommands.signals import broker_lost_messages
 

@@ -21,7 +21,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -31,34 +30,19 @@ from django.utils import timezone
 
 from kernel import processes, task_registry, user_tasks
 from workflows import notifications, parents
-from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
+from workflows.actions import ActionContext, execute
+from workflows.choices import NodeStatus, WorkflowStatus
+from workflows.engine import node_ended
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
 from workflows.models import WorkflowJob, WorkflowNode
+from workflows.outcomes import MAX_ERROR_CHARS, Outcome, end_workflow, store_end
 from workflows.settings import is_transient, lease_seconds, report_retry_seconds
 from xcommands.heartbeat import lease
 
 log = logging.getLogger(__name__)
 
-MAX_ERROR_CHARS = 4000
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a node's run ended: OK, ERROR (the task raised) or FAILED (it could not run).
-
-    `transient`: the task raised an infrastructure error (a database or broker connection
-    lost, a timeout): the node is launched again while launches remain (Oozie's START_RETRY).
-    """
-
-    status: str
-    error_code: str = ""
-    error_message: str = ""
-    transient: bool = False
-    data: dict[str, str] | None = None  # captured output (wf:actionData)
-    external_id: str = ""
-    external_status: str = ""
 
 
 def identity(hostname: str = "") -> str:
@@ -203,8 +187,6 @@ def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
 
 def invoke_action(node: WorkflowNode, worker: str) -> Outcome:
     """Run an action node of a workflow application (fs, shell, email, celery) with its launched spec."""
-    from workflows.actions import ActionContext, execute
-
     workflow = node.workflow
     # The job's configuration with the action's own (`<global>` under `<configuration>`) over it.
     configuration = {**workflow.configuration, **{str(k): str(v) for k, v in (node.spec.get("configuration") or {}).items()}}
@@ -285,21 +267,8 @@ def end_node(node: WorkflowNode, outcome: Outcome, now: Any, *, workflow_is_curr
     A SUSPENDED workflow keeps its status: the node's end is stored and `end_workflow` runs
     when it is resumed (Oozie holds a suspended workflow's transitions the same way).
     """
-    node.transition_to(outcome.status)
-    node.ended_at = now
-    node.lease_expires_at = None
-    node.error_code, node.error_message = outcome.error_code, outcome.error_message
-    fields = ["status", "ended_at", "lease_expires_at", "error_code", "error_message", "history"]
-    if outcome.data is not None:
-        node.data = outcome.data
-        fields.append("data")
-    if outcome.external_id or outcome.external_status:
-        node.external_id, node.external_status = outcome.external_id, outcome.external_status
-        fields += ["external_id", "external_status"]
-    node.save(update_fields=fields)
+    store_end(node, outcome, now)
     if node.workflow.definition:  # a workflow application: the node's transition (workflows.engine)
-        from workflows.engine import node_ended
-
         node_ended(node, now)
         return
     if not workflow_is_current:
@@ -311,13 +280,3 @@ def end_node(node: WorkflowNode, outcome: Outcome, now: Any, *, workflow_is_curr
                  node.id, outcome.status, node.workflow_id)
         return
     end_workflow(node, now)
-
-
-def end_workflow(node: WorkflowNode, now: Any) -> None:
-    """End the node's workflow as its (ended) node implies and tell the parent (caller's transaction)."""
-    workflow = node.workflow
-    workflow.transition_to(WORKFLOW_OF_NODE[node.status])
-    workflow.ended_at = now
-    workflow.error_code, workflow.error_message = node.error_code, node.error_message
-    workflow.save(update_fields=["status", "ended_at", "error_code", "error_message", "last_modified"])
-    parents.ended(workflow, node)

@@ -12,14 +12,27 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
+from oozie.definitions import DefinitionError
 from workflows import notifications
 from workflows.actions.celery import check_definition_tasks
 from workflows.choices import (
     WorkflowStatus,
 )
+from workflows.commands import (
+    WfKillXCommand,
+    WfRerunXCommand,
+    WfResumeXCommand,
+    WfStartXCommand,
+    WfSuspendXCommand,
+)
+from workflows.definitions.loader import load_application
+from workflows.definitions.submission import prepare_workflow
+from workflows.engine import SKIP_NODES, WorkflowError, check_rerun, create_job
 from workflows.models import WorkflowJob
 from workflows.states import parent_key
+from xcommands.queue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +58,6 @@ def request_control(workflow_id: str, verb: str, *, check: Callable[[WorkflowJob
     status the verb does not apply to is not an error: Oozie answers such a request and does
     nothing. Suspending a run whose node is not a Celery task raises VerbNotSupported.
     """
-    from workflows.commands import (
-        WfKillXCommand,
-        WfResumeXCommand,
-        WfStartXCommand,
-        WfSuspendXCommand,
-    )
-    from xcommands.queue import enqueue
-
     if verb not in VERBS:
         raise ValueError(f"unknown verb {verb!r}; use {', '.join(VERBS)}")
     with transaction.atomic():
@@ -86,10 +91,6 @@ APP_PATH_PROPERTY = "oozie.wf.application.path"
 
 def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) -> Any:
     """Read and validate the application a job configuration names (DefinitionError if refused; nothing stored)."""
-    from oozie.definitions import DefinitionError
-    from workflows.definitions.loader import load_application
-    from workflows.definitions.submission import prepare_workflow
-
     app_path = str(properties.get(APP_PATH_PROPERTY, "")).strip()
     if not app_path:
         raise DefinitionError(f"the job configuration has no {APP_PATH_PROPERTY}", source="job.properties")
@@ -102,10 +103,6 @@ def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) 
 
 def submit_workflow(properties: Mapping[str, str], *, owner: Any, trusted: bool = False, start: bool = True) -> WorkflowJob:
     """Submit (PREP) or run (RUNNING) a workflow application; DefinitionError if refused, nothing stored then."""
-    from django.utils import timezone
-
-    from workflows.engine import create_job
-
     prepared = prepare_submission(properties, trusted=trusted)
     with transaction.atomic():
         workflow = create_job(
@@ -123,10 +120,6 @@ def request_rerun(workflow_id: str, properties: Mapping[str, str], *, check: Cal
     Refused at once (WorkflowError, nothing queued) when the job has not ended, is not an
     application, or the skip list names nodes that cannot be skipped.
     """
-    from workflows.commands import WfRerunXCommand
-    from workflows.engine import SKIP_NODES, WorkflowError, check_rerun
-    from xcommands.queue import enqueue
-
     fail_nodes = str(properties.get("oozie.wf.rerun.failnodes", "")).strip().lower() == "true"
     skip = [n.strip() for n in str(properties.get(SKIP_NODES, "")).split(",") if n.strip()]
     conf = {k: v for k, v in properties.items() if k not in (SKIP_NODES, "oozie.wf.rerun.failnodes")}

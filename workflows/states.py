@@ -1,7 +1,8 @@
-"""State changes of workflow jobs in the caller's transaction: kill, suspend, resume; the key of their commands.
+"""State changes of workflow jobs in the caller's transaction: kill and suspend; the key of their commands.
 
-The library under the workflow commands, the engine and the parents' commands (commands
-never import services). Each locks the workflow row before its nodes, the order the worker's
+The library under the engine, the workflow commands and the parents' commands (commands
+never import services); resuming takes held transitions, so it is the engine's
+(`workflows.engine.resume_workflow`). Each locks the workflow row before its nodes, the order the worker's
 report takes them in (docs/adr/0012-workflow-jobs-api.md).
 """
 
@@ -18,15 +19,11 @@ from django.db import transaction
 from workflows import notifications, parents
 from workflows.choices import (
     NODE_LIVE,
-    NODE_TERMINAL,
     WORKFLOW_TERMINAL,
     NodeStatus,
     WorkflowStatus,
 )
-from workflows.engine import resumed
-from workflows.launch import dispatch_on_commit
 from workflows.models import WorkflowJob, WorkflowNode
-from workflows.runner import end_workflow
 
 log = logging.getLogger(__name__)
 
@@ -97,30 +94,4 @@ def suspend_workflow(workflow_id: str, now: datetime) -> bool:
     workflow.save(update_fields=["status", "last_modified"])
     notifications.job_changed(workflow)
     parents.suspended_or_resumed(workflow, True)
-    return True
-
-
-def resume_workflow(workflow_id: str, now: datetime) -> bool:
-    """SUSPENDED -> RUNNING (caller's transaction): queued nodes are sent again; a node that ended meanwhile ends the workflow."""
-    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
-    nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
-    if workflow.status != WorkflowStatus.SUSPENDED:
-        return False
-    workflow.transition_to(WorkflowStatus.RUNNING)
-    workflow.last_modified = now
-    workflow.save(update_fields=["status", "last_modified"])
-    notifications.job_changed(workflow)
-    parents.suspended_or_resumed(workflow, False)
-    if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
-        resumed(workflow, nodes, now)
-        return True
-    for node in nodes:
-        node.workflow = workflow
-        if node.status == NodeStatus.PREP:
-            node.dispatched_at, node.dispatches = now, node.dispatches + 1
-            node.save(update_fields=["dispatched_at", "dispatches"])
-            dispatch_on_commit(node)
-    ended = [node for node in nodes if node.status in NODE_TERMINAL]
-    if ended:
-        end_workflow(ended[0], now)
     return True

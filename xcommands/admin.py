@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from kernel.display import short_id_html, time_html
 from kernel.secrets import masker
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 from xcommands.errors import IllegalCommandTransition
@@ -56,8 +57,6 @@ def command_target(key: str, params: Any) -> tuple[str, str, str] | None:
 
 def target_link(command: Command) -> str:
     """A link to the job, action, bundle or batch a command was for, its id shortened (full id in the title)."""
-    from kernel.display import short_id_html
-
     target = command_target(command.key, command.params)
     if target is None:
         return "-"
@@ -208,20 +207,14 @@ class CommandAdmin(admin.ModelAdmin[Command]):
 
     @admin.display(description="key", ordering="key")
     def short_key(self, obj: Command) -> str:
-        from kernel.display import short_id_html
-
         return short_id_html(obj.key)
 
     @admin.display(description="enqueued", ordering="enqueued_at")
     def enqueued(self, obj: Command) -> str:
-        from kernel.display import time_html
-
         return time_html(obj.enqueued_at)
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, obj: Command) -> str:
-        from kernel.display import time_html
-
         return time_html(obj.finished_at, day=obj.enqueued_at)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+from xcommands.sqlite_busy import on_connection_created
 
 
 class XcommandsConfig(AppConfig):
@@ -11,11 +14,10 @@ class XcommandsConfig(AppConfig):
     name = "xcommands"
 
     def ready(self) -> None:
-        """Register the engine's own commands (keyed jobs) in every process, whatever it imported first."""
-        from django.db.backends.signals import connection_created
+        """Wire the engine in every process, whatever it imported first: command tasks run `engine.process`, keyed jobs register."""
+        from xcommands import base, engine, keyed  # noqa: F401, PLC0415 - models load once the app registry is ready; keyed registers
 
-        from xcommands import keyed  # noqa: F401 - registration
-        from xcommands.sqlite_busy import on_connection_created
+        base.run_commands_with(engine.process)
 
         # SQLite: wait for the write lock by polling, not by SQLite's growing sleeps (ADR 0025).
         connection_created.connect(on_connection_created, dispatch_uid="xcommands.sqlite_busy")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, final
 
 from celery import current_app as app  # project.celery's app, set up by this process
@@ -14,6 +15,15 @@ from django.db import DatabaseError, IntegrityError, OperationalError
 from xcommands.errors import PermanentError, TransientError, UnknownCommand
 
 _REGISTRY: dict[str, type[XCommand]] = {}
+#: What a command's Celery task calls with the command id: `xcommands.engine.process`, handed
+#: over by the app's `ready()` (the engine sits above this module and imports the registry).
+_PROCESS: Callable[[int], str] | None = None
+
+
+def run_commands_with(process: Callable[[int], str]) -> None:
+    """Set what command tasks run (called once per process from `XcommandsConfig.ready`)."""
+    global _PROCESS
+    _PROCESS = process
 
 
 def registered_command(name: str) -> type[XCommand]:
@@ -155,9 +165,9 @@ def _make_task(name: str) -> Any:
 
     def run_command(command_id: int, key: str = "", params: dict[str, Any] | None = None) -> str:
         # key and params are for Flower only: the database row is the source of truth.
-        from xcommands.engine import process
-
-        return process(command_id)
+        if _PROCESS is None:
+            raise RuntimeError("the command engine is not set up: django.setup() runs XcommandsConfig.ready()")
+        return _PROCESS(command_id)
 
     run_command.__name__ = name.rsplit(".", 1)[-1]
     run_command.__doc__ = f"Run one queued {name} under its job key."

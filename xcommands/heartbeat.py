@@ -26,6 +26,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from xcommands.choices import LEASED_STATUSES
+from xcommands.models import Command
 from xcommands.sqlite_busy import set_timeout
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,6 @@ class LeaseKind:
 
 
 def _renew_commands(held: dict[Any, int], expires: datetime) -> list[Any]:
-    from xcommands.models import Command
-
     return [
         command_id for command_id, token in held.items()
         if Command.objects.filter(pk=command_id, fencing_token=token, status__in=LEASED_STATUSES).update(

@@ -49,7 +49,7 @@ def _execute(statement: str, params: Sequence[Any]) -> tuple[tuple[Any, ...] | N
             cursor.execute(statement, params)
             row = cursor.fetchone() if cursor.description else None
             return row, cursor.rowcount
-    import psycopg  # only PostgreSQL deployments have it
+    import psycopg  # noqa: PLC0415 - only PostgreSQL deployments have it
 
     connection.ensure_connection()
     raw = connection.connection

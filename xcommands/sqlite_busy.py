@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+
 log = logging.getLogger(__name__)
 
 _BUSY_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
@@ -76,7 +78,7 @@ def _library() -> Any:
         if sys.implementation.name != "cpython":
             return None
         try:
-            import _sqlite3
+            import _sqlite3  # noqa: PLC0415 - CPython's C module, looked for only on CPython
 
             lib = ctypes.CDLL(_sqlite3.__file__)  # its symbols include the linked libsqlite3's
             lib.sqlite3_busy_handler.argtypes = [ctypes.c_void_p, _BUSY_HANDLER, ctypes.c_void_p]
@@ -170,8 +172,6 @@ def install(raw: sqlite3.Connection, database: str, timeout_ms: int, poll_ms: fl
 
 
 def _poll_ms() -> float:
-    from django.conf import settings
-
     return int(getattr(settings, "COMMAND_SQLITE_BUSY_POLL_US", 200)) / 1000
 
 

@@ -16,10 +16,10 @@ from batches.commands.delivery import ReportDeliveryXCommand
 from batches.commands.job import (
     JOB_VERBS,
     BatchJobAdminXCommand,
-    BatchJobStageXCommand,
     NeedsConfirmation,
     check_job_verb,
 )
+from batches.commands.stage import BatchJobStageXCommand
 
 __all__ = [
     "BATCH_COMMANDS",

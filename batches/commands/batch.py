@@ -20,12 +20,23 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from batches import reports
 from batches.choices import BATCH_OUTCOMES, BATCH_TRANSITIONS, IN_FLIGHT
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
+from batches.commands.delivery import ReportDeliveryXCommand
+from batches.commands.job import NeedsConfirmation
+from batches.commands.stage import fill_after_commit, release
+from batches.expand import job_specs, object_key
+from batches.lifecycle import appended, history_entry
 from batches.models import Batch, BatchJob, BatchReport, ReportDelivery, batch_key
+from batches.notifications import queue_summary
 from batches.signals import batch_finished
+from batches.stages import clean_working_dir
 from kernel.statemachine import IllegalTransition, check_transition
+from operations.choices import OperationStatus
+from operations.models import Operation
+from operations.services import cancel_operation, start_operation
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue, enqueue_many
@@ -80,10 +91,6 @@ class BatchStartXCommand(BatchCommand):
 
     def execute(self) -> dict[str, Any]:
         """Expand into jobs (one per object) and start the batch's operation on its collection."""
-        from batches.dispatch import fill_after_commit
-        from batches.expand import job_specs, object_key
-        from operations.services import start_operation
-
         batch = self.batch
         if batch.collection.held:
             self.set_status(B.HELD, error=f"collection {batch.collection.name} is held")
@@ -113,8 +120,6 @@ class BatchStartXCommand(BatchCommand):
         )
         self.set_status(B.PROCESSING, operation=operation, error="")
         if batch.profile.summary_on_queue:
-            from batches.notifications import queue_summary
-
             queue_summary(batch, len(created))
         fill_after_commit()
         return {"batch": batch.pk, "jobs": len(created), "operation": operation.pk}
@@ -175,14 +180,11 @@ class BatchReportXCommand(BatchCommand):
 
     def execute(self) -> dict[str, Any]:
         """Completed when every job completed (or was deleted); failed otherwise."""
-        from batches import reports
-
         batch = self.batch
         kind = BatchReport.Kind.INITIAL if batch.status == B.REPORTING else BatchReport.Kind.UPDATE
         report = reports.store(batch, kind)
         deliveries = [ReportDelivery(report=report, target=target) for target in reports.targets(batch)]
         ReportDelivery.objects.bulk_create(deliveries)
-        from batches.commands.delivery import ReportDeliveryXCommand
 
         rows = list(ReportDelivery.objects.filter(report=report).values_list("pk", flat=True))
         enqueue_many([ReportDeliveryXCommand(delivery_id=pk) for pk in rows])
@@ -226,12 +228,6 @@ class BatchDeleteXCommand(BatchCommand):
 
     def execute(self) -> dict[str, Any]:
         """Jobs (running ones too: their slots are freed) deleted; the batch kept as a deleted record."""
-        from batches.dispatch import release
-        from batches.lifecycle import appended, history_entry
-        from batches.stages import clean_working_dir
-        from operations.choices import OperationStatus
-        from operations.models import Operation
-
         batch = self.batch
         jobs = list(BatchJob.objects.select_for_update().filter(batch=batch).exclude(status=J.DELETED))
         who = f" by {self.actor}" if self.actor else ""
@@ -246,8 +242,6 @@ class BatchDeleteXCommand(BatchCommand):
         if batch.operation_id is not None and Operation.objects.filter(
             pk=batch.operation_id, status=OperationStatus.RUNNING
         ).exists():
-            from operations.services import cancel_operation
-
             cancel_operation(batch.operation_id)
         self.set_status(B.DELETED, finished_at=now)
         def clean() -> None:
@@ -255,7 +249,6 @@ class BatchDeleteXCommand(BatchCommand):
                 clean_working_dir(job)
 
         transaction.on_commit(clean)
-        from batches.dispatch import fill_after_commit
 
         fill_after_commit()
         return {"batch": batch.pk, "deleted_jobs": len(jobs)}
@@ -285,8 +278,6 @@ def check_batch_verb(batch: Batch, verb: str, *, confirmed: bool = False) -> Non
     if verb == "release" and batch.collection.held:
         raise IllegalTransition(f"collection {batch.collection.name} is still held: release the collection first")
     if verb == "delete" and not confirmed:
-        from batches.commands.job import NeedsConfirmation
-
         raise NeedsConfirmation(
             f"batch {batch.pk} is {batch.status}: deleting it deletes its jobs and its depositor is never told; "
             "confirm to delete"

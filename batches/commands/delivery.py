@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from batches.models import ReportDelivery
+from batches.notifications import send_report
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed, TransientError
 
@@ -43,8 +44,6 @@ class ReportDeliveryXCommand(XCommand):
 
     def execute(self) -> dict[str, Any]:
         """Send; record SENT (or the error, and raise to be retried)."""
-        from batches.notifications import send_report
-
         delivery = self.delivery
         with transaction.atomic():
             ReportDelivery.objects.filter(pk=delivery.pk).exclude(status=ReportDelivery.Status.SENT).update(

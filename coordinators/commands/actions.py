@@ -434,7 +434,7 @@ def apply_run_outcome(action: CoordinatorAction, status: str, error: str, now: d
     """Move a launched action to its run's outcome (through RUNNING if it never got there) and save it.
 
     A SUCCEEDED action's outputs are announced: how many waiting actions that woke (None
-    otherwise). The report command and the run's own settle (launchers.settle_action) share it.
+    otherwise). The report command and the run's own settle (run_events.settle_action) share it.
     """
     if status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED) and action.status == ActionStatus.SUBMITTED:
         action.transition_to(ActionStatus.RUNNING)

@@ -27,7 +27,8 @@ def settle(rounds: int = 200) -> int:
     """Run queued commands, filling slots between rounds, until nothing is left to run; how many ran."""
     from django.utils import timezone
 
-    from batches.dispatch import ensure_slots, fill_slots
+    from batches.commands.stage import fill_slots
+    from batches.dispatch import ensure_slots
     from xcommands.choices import CommandStatus
     from xcommands.models import Command
 

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection
 
 from batches.choices import JobStatus as J
-from batches.dispatch import ensure_slots, fill_slots, runnable_jobs
+from batches.commands.stage import fill_slots
+from batches.dispatch import ensure_slots, runnable_jobs
 from batches.models import Batch, BatchJob, Slot
 from tests.batches.conftest import Ingest, settle
 

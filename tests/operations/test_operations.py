@@ -10,8 +10,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from operations.choices import JobStatus, OperationStatus
-from operations.commands import OperationCompleteXCommand
-from operations.context import JobContext
+from operations.commands import JobContext, OperationCompleteXCommand
 from operations.models import Operation, OperationJob
 from operations.services import OperationConflict, cancel_operation, progress, start_operation
 from statusservice.operations import lost_completions

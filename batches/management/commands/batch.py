@@ -9,12 +9,10 @@ exit status 1.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import re
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from batches import services
@@ -22,6 +20,7 @@ from batches.choices import PRIORITY_MAX, PRIORITY_MIN, JobStatus, SubmissionMod
 from batches.commands import NeedsConfirmation
 from batches.models import Batch, BatchJob, BatchReport, Collection
 from datasets.timeline import format_datetime
+from kernel.cli import acting_user, add_user_option
 from kernel.permissions import JobPermissionDenied
 from kernel.statemachine import IllegalTransition
 
@@ -73,8 +72,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         """One subcommand per verb; every one takes -user."""
         common = CommandParser(add_help=False)
-        common.add_argument("-user", "--user", dest="user", default=None,
-                            help="act as this user (default: your login name)")
+        add_user_option(common, "--user")
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
         submit = verbs.add_parser("submit", parents=[common], help="submit a batch (reads what your user can)")
@@ -144,11 +142,7 @@ class Command(BaseCommand):
             raise CommandError(f"no collection {options.get('collection')!r}") from None
 
     def _user(self, options: dict[str, Any]) -> Any:
-        name = options["user"] or getpass.getuser()
-        user = get_user_model().objects.filter(username=name).first()
-        if user is None:
-            raise CommandError(f"no user {name!r}; pass -user NAME of an existing user")
-        return user
+        return acting_user(options["user"])
 
     # ---- submit and read ----------------------------------------------------------------------
 

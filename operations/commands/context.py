@@ -9,7 +9,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
+from operations.commands.complete import OperationCompleteXCommand
 from operations.models import Operation, OperationJob
+from xcommands.queue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +51,6 @@ class JobContext:
         exactly one job sees 0, however many end at once. Returns whether this call wrote
         the outcome.
         """
-        from operations.commands import OperationCompleteXCommand
-        from xcommands.queue import enqueue
-
         self.completed = True
         try:
             with transaction.atomic():

@@ -1,4 +1,4 @@
-"""The commands of operations: a job's attempt (on its partition's key), its cancellation, the completion."""
+"""A job's attempts (on its partition's key) and its cancellation."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count
 from django.utils import timezone
 
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
-from operations.context import JobContext
-from operations.models import Operation, OperationJob, completion_key
+from operations.commands.context import JobContext
+from operations.models import Operation, OperationJob
 from operations.registry import operation_type
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
+from xcommands.queue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +123,6 @@ class OperationJobXCommand(XCommand):
 
     def rollback(self, error: str) -> None:
         """The last attempt failed: the job that kept failing is cleaned up and FAILED; the others are queued again."""
-        from xcommands.queue import enqueue
-
         operation = Operation.objects.get(pk=self.operation_id)
         jobs = {job.partition: job for job in OperationJob.objects.filter(operation=operation, partition__in=self.partitions)}
         unfinished = [p for p in self.partitions if p in jobs and jobs[p].status in JOB_UNFINISHED]
@@ -154,67 +152,3 @@ class OperationJobCancelXCommand(XCommand):
         """The type's cancel_job_and_cleanup."""
         operation = Operation.objects.get(pk=self.operation_id)
         operation_type(operation.type).cancel_job_and_cleanup(operation.arg, self.partition)
-
-
-@dataclass
-class OperationCompleteXCommand(XCommand):
-    """Complete an operation whose jobs all ended: run its completion logic, then record it once.
-
-    Runs on the target's key. The completion logic may run more than once (a crash before the
-    commit, or two completions queued): the record is a conditional write on RUNNING, so the
-    operation is marked once and every reader sees one result.
-    """
-
-    operation_id: int
-    target: str
-
-    def job_key(self) -> str:
-        """The target's reserved key."""
-        return completion_key(self.target)
-
-    def load_state(self) -> None:
-        """The operation, locked."""
-        self.operation = Operation.objects.select_for_update().get(pk=self.operation_id)
-
-    def verify_precondition(self) -> None:
-        """Only a running operation whose jobs all have an outcome completes."""
-        if self.operation.status != OperationStatus.RUNNING:
-            raise PreconditionFailed(f"operation {self.operation_id} is already {self.operation.status}")
-        if self.operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).exists():
-            raise PreconditionFailed(f"operation {self.operation_id} still has unfinished jobs")
-
-    def execute(self) -> dict[str, Any]:
-        """Succeeded when every job did; the type's completion result plus the counts and the failures."""
-        operation = self.operation
-        kind = operation_type(operation.type)
-        counts = job_counts(operation)
-        success = counts.get(JobStatus.FAILED, 0) == 0
-        if not success and not kind.may_fail:
-            log.error("operation %s (%s) cannot fail, yet %s job(s) failed", operation.pk, operation.type,
-                      counts[JobStatus.FAILED])
-        result = kind.complete_operation(operation.arg, operation.target, success)
-        summary = {"counts": counts, "failed": failed_jobs(operation), "skipped": skipped_jobs(operation), "result": result}
-        marked = Operation.objects.filter(pk=operation.pk, status=OperationStatus.RUNNING).update(
-            status=OperationStatus.SUCCEEDED if success else OperationStatus.FAILED,
-            result=summary, finished_at=timezone.now(),
-        )
-        return {"marked": marked, "success": success}
-
-
-def job_counts(operation: Operation) -> dict[str, int]:
-    """How many of the operation's jobs are in each status."""
-    rows = operation.jobs.values("status").annotate(n=Count("pk")).values_list("status", "n")
-    return {str(status): int(n) for status, n in rows}
-
-
-def failed_jobs(operation: Operation, limit: int = 1000) -> list[dict[str, str]]:
-    """The failed jobs and why (at most `limit`)."""
-    rows = operation.jobs.filter(status=JobStatus.FAILED).order_by("partition").values_list("partition", "error")
-    return [{"partition": partition, "error": error} for partition, error in rows[:limit]]
-
-
-def skipped_jobs(operation: Operation, limit: int = 1000) -> list[dict[str, str]]:
-    """The jobs that succeeded without acting (a verb the job's status made a no-op) and why (at most `limit`)."""
-    rows = (operation.jobs.filter(status=JobStatus.SUCCEEDED, progress__has_key="skipped")
-            .order_by("partition").values_list("partition", "progress"))
-    return [{"partition": partition, "reason": str(progress.get("skipped", ""))} for partition, progress in rows[:limit]]
