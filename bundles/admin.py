@@ -35,6 +35,7 @@ from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
 from operations.bulk import VERBS as BULK_VERBS
 from operations.bulk import admin_threshold, start_for_selection
+from operations.services import OperationConflict
 
 TIMELINE_COLUMNS = 48
 MAX_TIMELINE_PAGE = 100_000  # a larger ?timeline= would overflow the database's OFFSET
@@ -273,8 +274,6 @@ class BundleJobAdmin(ReadOnlyAdmin):
 
     def run_as_operation(self, request: HttpRequest, queryset: QuerySet[BundleJob], verb: str) -> None:
         """Start the bulk operation for the selection; a conflicting one running is reported, nothing started."""
-        from operations.services import OperationConflict
-
         try:
             operation = start_for_selection("bundle", verb, queryset, user=request.user, filter_text="admin selection")
         except OperationConflict as exc:
@@ -292,7 +291,7 @@ class BundleJobAdmin(ReadOnlyAdmin):
         More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
         page answers at once with a link to it, where its progress and failures show.
         """
-        from bundles.services import control_bundle, start_bundle
+        from bundles.services import control_bundle, start_bundle  # noqa: PLC0415 - the admin loads at django.setup() in every process (admin autodiscovery); bundles.services brings the submission stack (coordinator preparation, workflow actions), needed only when an operator runs a verb
 
         if verb in BULK_VERBS and queryset.count() > admin_threshold():
             self.run_as_operation(request, queryset, verb)

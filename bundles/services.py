@@ -16,14 +16,27 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+import fsspec
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from bundles.choices import BundleStatus
+from bundles.commands import (
+    BundleChangeXCommand,
+    BundleKillXCommand,
+    BundleRerunXCommand,
+    BundleResumeXCommand,
+    BundleStartXCommand,
+    BundleSuspendXCommand,
+)
+from bundles.commands.change import check_bundle_change
+from bundles.commands.control import check_verb
+from bundles.commands.rerun import plan_rerun
 from bundles.definitions import parse_bundle, resolve_bundle, run_configuration
 from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
-from coordinators.models import CoordinatorAction
+from coordinators.models import CoordinatorAction, next_job_id
+from coordinators.plan import iter_action_plans
 from coordinators.preparation import check_storable, prepare_coordinator
 from kernel.application_sources import check_readable, read_application
 from kernel.permissions import check_modify
@@ -54,8 +67,6 @@ def bundle_directory(app_path: str, *, trusted: bool = False) -> str:
     Only looked at when a coordinator's `<app-path>` is relative; the path must be readable
     for this caller (DefinitionError otherwise), as the bundle itself was.
     """
-    import fsspec
-
     app_path = app_path.strip()
     if not app_path:
         return ""
@@ -146,12 +157,8 @@ def submit_bundle(
     starts_now = start and (resolved.kick_off_time is None or resolved.kick_off_time <= now)
     try:
         with transaction.atomic():
-            from coordinators.models import next_job_id
-
             bundle = BundleJob.objects.create(id=next_job_id(JOB_ID_SUFFIX), owner=owner, pending=starts_now, **fields)
             if starts_now:
-                from bundles.commands import BundleStartXCommand
-
                 enqueue(BundleStartXCommand(bundle_id=bundle.id))
     except IntegrityError:
         if external_id:  # the same external id submitted twice at once: the first one stored wins
@@ -206,8 +213,6 @@ def dryrun_bundle(
     With no definition, it is read from oozie.bundle.application.path; `app_path` says where a
     definition given was read from (relative coordinator app paths are taken from there).
     """
-    from coordinators.plan import iter_action_plans
-
     if max_actions < 1:
         raise ValueError("max_actions must be at least 1")
     if definition is None:
@@ -240,8 +245,6 @@ def _locked(bundle_id: str, actor: Any) -> BundleJob:
 
 def start_bundle(bundle_id: str, *, actor: Any) -> BundleJob:
     """Queue the start of a PREP bundle now, whatever its kick-off time (a user START)."""
-    from bundles.commands import BundleStartXCommand
-
     with transaction.atomic():
         bundle = _locked(bundle_id, actor)
         if bundle.status != BundleStatus.PREP or bundle.pending:
@@ -254,9 +257,6 @@ def start_bundle(bundle_id: str, *, actor: Any) -> BundleJob:
 
 def control_bundle(bundle_id: str, verb: str, *, actor: Any) -> BundleJob:
     """Queue kill, suspend or resume; refused at once when the bundle's status does not allow it."""
-    from bundles.commands import BundleKillXCommand, BundleResumeXCommand, BundleSuspendXCommand
-    from bundles.commands.control import check_verb
-
     commands: dict[str, Callable[..., XCommand]] = {
         "kill": BundleKillXCommand, "suspend": BundleSuspendXCommand, "resume": BundleResumeXCommand,
     }
@@ -271,9 +271,6 @@ def control_bundle(bundle_id: str, verb: str, *, actor: Any) -> BundleJob:
 
 def change_bundle(bundle_id: str, value: str, *, actor: Any) -> BundleJob:
     """Queue a change of endtime and/or pausetime (`endtime=...;pausetime=`); bad values refused at once."""
-    from bundles.commands import BundleChangeXCommand
-    from bundles.commands.change import check_bundle_change
-
     with transaction.atomic():
         bundle = _locked(bundle_id, actor)
         check_bundle_change(bundle, value, timezone.now())
@@ -291,9 +288,6 @@ def rerun_bundle(
     nocleanup: bool = False,
 ) -> dict[str, list[CoordinatorAction]]:
     """Queue a rerun of named coordinators (all when absent) in date ranges; the actions that will rerun, by coordinator."""
-    from bundles.commands import BundleRerunXCommand
-    from bundles.commands.rerun import plan_rerun
-
     with transaction.atomic():
         bundle = _locked(bundle_id, actor)
         plan = plan_rerun(bundle, coordinators, dates)

@@ -22,6 +22,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from bundles.choices import ACTION_ERRORS, ACTION_TERMINAL, BUNDLE_PREP, BundleStatus
+from bundles.models import BundleAction
 from coordinators.choices import JobStatus
 
 B, J = BundleStatus, JobStatus
@@ -29,8 +30,6 @@ B, J = BundleStatus, JobStatus
 
 def mirror_coordinator_status(sender: Any, job: Any, previous: str | None, **kwargs: Any) -> None:
     """A bundle's coordinator changed status: its bundle action follows, in the same transaction."""
-    from bundles.models import BundleAction
-
     if not job.bundle_id:
         return
     BundleAction.objects.filter(bundle_id=job.bundle_id, coord_job_id=job.id).update(
@@ -40,8 +39,6 @@ def mirror_coordinator_status(sender: Any, job: Any, previous: str | None, **kwa
 
 def acknowledge(action_id: str) -> int:
     """One verb the bundle sent a coordinator is done: pending goes down by one (never below 0)."""
-    from bundles.models import BundleAction
-
     return BundleAction.objects.filter(pk=action_id).update(
         pending=Greatest(F("pending") - 1, 0), dirty=True, last_modified=timezone.now()
     )

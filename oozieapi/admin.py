@@ -29,6 +29,8 @@ from monitoring import Figures, compute_figures, prometheus_text
 from oozieapi.errors import OozieError
 from oozieapi.filters import MAX_LEN, int_parameter
 from oozieapi.formats import json_response, rfc822
+from xcommands.choices import ACTIVE_STATUSES, LEASED_STATUSES, CommandStatus
+from xcommands.models import Command
 
 PUBLIC_RESOURCES = frozenset({"instrumentation", "metrics", "prometheus", "available-oozie-servers"})
 ADMIN_RESOURCES = frozenset({"configuration", "queue-dump"})
@@ -320,9 +322,6 @@ def queue_dump(limit: int) -> dict[str, Any]:
     """GET admin/queue-dump: per key with active commands (oldest waiting first, at most `limit`) its waiting,
     running and parked commands and oldest enqueue time, as Oozie's `queueDump` (`callableDump` strings
     plus the fields); the leased commands as its `uniqueMapDump` (`uniqueEntryDump`)."""
-    from xcommands.choices import ACTIVE_STATUSES, LEASED_STATUSES, CommandStatus
-    from xcommands.models import Command
-
     active = Command.objects.filter(status__in=sorted(ACTIVE_STATUSES))
     keys = (
         active.values("key")

@@ -23,6 +23,7 @@ from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.utils import timezone
 
+from bundles.choices import BundleStatus
 from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
@@ -47,8 +48,6 @@ def _wait_seconds() -> float:
 
 def _kind(jobtype: str) -> tuple[str, QuerySet[Any], str, Callable[..., dict[str, Any]], tuple[str, ...]] | None:
     """(kind, base queryset, list key, JSON of one job, its statuses) for a jobtype; None for workflows."""
-    from bundles.choices import BundleStatus
-
     if jobtype in ("wf", "workflow"):
         return None
     if jobtype in ("coord", "coordinator"):

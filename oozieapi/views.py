@@ -25,6 +25,8 @@ from django.views.decorators.csrf import csrf_exempt
 from bundles.models import BundleJob
 from coordinators import services
 from coordinators.choices import IllegalTransition
+from coordinators.commands.ignore import IgnoreRefused
+from coordinators.commands.update import UpdateRefused
 from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.permissions import check_read, readable_jobs, submitter_properties
@@ -326,8 +328,6 @@ class JobView(OozieView):
 
     def _ignore(self, request: HttpRequest, job_id: str) -> HttpResponse:
         """`type=action|date&scope=...`: the actions queued to be IGNORED; no scope: the job (200, empty body)."""
-        from coordinators.commands.ignore import IgnoreRefused
-
         params = request.GET
         ignore_type = params.get("type") or "action"
         scope = params.get("scope") or ""
@@ -346,8 +346,6 @@ class JobView(OozieView):
 
     def _update(self, request: HttpRequest, job_id: str) -> HttpResponse:
         """Optional Hadoop XML configuration body; `dryrun=true` changes nothing; `{"update": {"diff": ...}}` either way."""
-        from coordinators.commands.update import UpdateRefused
-
         configuration: dict[str, str] = {}
         if request.body.strip():
             content_type = request.META.get("CONTENT_TYPE", "")

@@ -25,15 +25,27 @@ from lxml import etree
 
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.permissions import OwnedJob, check_modify, check_read
-from oozie.definitions import DefinitionError
+from oozie.definitions import (
+    ApplicationNotFoundError,
+    DefinitionError,
+    DocumentTooLargeError,
+    MalformedXMLError,
+    MissingParameterError,
+    SchemaValidationError,
+    UnsafeXMLError,
+    UnsupportedNamespaceError,
+    parse_hadoop_configuration,
+)
 from oozie.definitions.xmlsafe import local_name, parse_xml
-from oozieapi.errors import OozieError, bad_parameter, one_line
+from oozieapi.errors import OozieError, application_error, bad_parameter, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822
 from oozieapi.joblog import parse_log_filter
 from workflows import graph
 from workflows.api.access import guard, readable_workflows
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
+from workflows.definitions import UnsupportedActionError, WorkflowELError
+from workflows.engine import WorkflowError
 from workflows.models import WorkflowJob, WorkflowNode
 from workflows.services import (
     VerbNotSupported,
@@ -497,9 +509,6 @@ def _rerun(caller: Any, workflow: WorkflowJob, body: bytes, content_type: str) -
     Refusals name Oozie's codes: both properties E0404, a job not ended E0805, a sub-workflow
     E0755 (rerun its parent), skip-nodes that did not succeed E0807; nothing is queued then.
     """
-    from oozie.definitions import parse_hadoop_configuration
-    from workflows.engine import WorkflowError
-
     properties: dict[str, str] = {}
     if body.strip():
         if content_type.split(";")[0].strip().lower() not in ("application/xml", "text/xml"):
@@ -543,18 +552,6 @@ def submit(caller: Any, properties: Mapping[str, str], action: str) -> HttpRespo
 
 def submission_error(exc: DefinitionError) -> OozieError:
     """A refused workflow application in Oozie's words: its code for the kind of refusal, our one-line reason."""
-    from oozie.definitions import (
-        ApplicationNotFoundError,
-        DocumentTooLargeError,
-        MalformedXMLError,
-        MissingParameterError,
-        SchemaValidationError,
-        UnsafeXMLError,
-        UnsupportedNamespaceError,
-    )
-    from oozieapi.errors import application_error
-    from workflows.definitions import UnsupportedActionError, WorkflowELError
-
     if isinstance(exc, (ApplicationNotFoundError, MissingParameterError)):
         return application_error(exc)
     if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):

@@ -12,4 +12,4 @@ class StatusserviceConfig(AppConfig):
 
     def ready(self) -> None:
         """Register the task modules Celery's autodiscovery (which imports `tasks`) does not find."""
-        from statusservice import sla  # noqa: F401
+        from statusservice import sla  # noqa: F401, PLC0415 - it imports the SLA models (coordinators.sla), which load only once the app registry is ready (AppConfig.ready)

@@ -24,20 +24,31 @@ from coordinators.choices import (
     JOB_PAUSED,
     ActionStatus,
 )
+from coordinators.commands import (
+    CoordActionInputCheckXCommand,
+    CoordActionReadyXCommand,
+    CoordActionStatusXCommand,
+    CoordJobStatusXCommand,
+    CoordMaterializeXCommand,
+    CoordPauseXCommand,
+)
 from coordinators.commands.actions import stale_after
 from coordinators.commands.change import PAUSE_TARGET, UNPAUSE_TARGET
+from coordinators.commands.lifecycle import lookahead
+from coordinators.due_start import fan_out, start_due
+from coordinators.due_start import look_ahead as ask_ahead
+from coordinators.launchers import ACTION_OF_WORKFLOW, launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.locking import skip_locked
 from statusservice.common import BATCH, queue_once, tick_seconds
+from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
+from workflows.models import WorkflowJob
 from xcommands.queue import enqueue_many
 
 log = logging.getLogger(__name__)
 
 def materialization_trigger(now: datetime) -> int:
     """Queue a materialize command for every running job whose next action is within the lookahead."""
-    from coordinators.commands import CoordMaterializeXCommand
-    from coordinators.commands.lifecycle import lookahead
-
     with transaction.atomic():
         ids = list(
             skip_locked(
@@ -53,8 +64,6 @@ def materialization_trigger(now: datetime) -> int:
 
 def _check_waiting(now: datetime, due: Q, order: str, *, name_actions: bool) -> int:
     """Mark due WAITING actions pending and queue one input check per job for them (see input_checks, timeouts)."""
-    from coordinators.commands import CoordActionInputCheckXCommand
-
     with transaction.atomic():
         rows = list(
             skip_locked(
@@ -80,8 +89,6 @@ def input_checks(now: datetime) -> int:
     The rest (jobs whose commands are busy, LAST_ONLY/NONE, input logic, coord:latest/future,
     checks due before their nominal time) are marked pending for their job's command.
     """
-    from coordinators.due_start import fan_out, start_due
-
     fan_out(now)
     report = start_due(now)
     return report.checked + _check_waiting(now, Q(next_check_at__lte=now), "next_check_at", name_actions=False)
@@ -89,15 +96,11 @@ def input_checks(now: datetime) -> int:
 
 def look_ahead(now: datetime) -> int:
     """Record which inputs of the actions due before the next tick already exist (ADR 0026); inputs asked."""
-    from coordinators.due_start import look_ahead as ask_ahead
-
     return ask_ahead(now, now + timedelta(seconds=tick_seconds()))
 
 
 def pause_times(now: datetime) -> int:
     """Queue pause for jobs whose pause time came, and unpause for paused jobs whose pause time was reset."""
-    from coordinators.commands import CoordPauseXCommand
-
     due = Q(pause_time__lte=now, status__in=sorted(PAUSE_TARGET))
     reset = Q(status__in=sorted(UNPAUSE_TARGET)) & (Q(pause_time__isnull=True) | Q(pause_time__gt=now))
     queued = 0
@@ -123,8 +126,6 @@ def group_by_job(rows: list[tuple[Any, str, int]]) -> dict[str, list[int]]:
 
 def job_statuses(now: datetime) -> int:
     """Queue a status derivation for running jobs that are done materializing and have no live action left."""
-    from coordinators.commands import CoordJobStatusXCommand
-
     live = CoordinatorAction.objects.filter(job=OuterRef("pk"), status__in=sorted(ACTION_PENDING | ACTION_ACTIVE))
     queued = 0
     with transaction.atomic():
@@ -147,11 +148,6 @@ def recover_launches(now: datetime) -> int:
     was lost) gets a new run, at-least-once; one whose run has ended while the action has
     not (its report command failed for good) gets the report queued again.
     """
-    from coordinators.commands import CoordActionStatusXCommand
-    from coordinators.launchers import ACTION_OF_WORKFLOW, launch_actions
-    from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
-    from workflows.models import WorkflowJob
-
     live_run = WorkflowJob.objects.filter(pk=OuterRef("external_id")).exclude(status__in=sorted(WORKFLOW_TERMINAL))
     rows = list(
         CoordinatorAction.objects.filter(status__in=sorted(ACTION_ACTIVE), last_modified__lt=now - stale_after())
@@ -186,8 +182,6 @@ def recover_launches(now: datetime) -> int:
 
 def stuck_ready(now: datetime) -> int:
     """Jobs with READY actions nobody started for a while (a ready command lost or skipped): queue one."""
-    from coordinators.commands import CoordActionReadyXCommand
-
     waiting = CoordinatorAction.objects.filter(
         job=OuterRef("pk"), status=ActionStatus.READY, last_modified__lt=now - stale_after()
     )

@@ -13,6 +13,7 @@ from celery import shared_task
 from celery.signals import task_postrun
 from django.utils import timezone
 
+from coordinators.due_start import start_due
 from statusservice import batches, bundles, coordinators, operations
 from statusservice import tick as clock
 
@@ -52,8 +53,6 @@ def input_checks() -> int:
 @shared_task(name="statusservice.due_start", ignore_result=True)
 def due_start() -> dict[str, int]:
     """A helper of the input checks' due start: takes chunks of due jobs beside it (ADR 0026)."""
-    from coordinators.due_start import start_due
-
     return start_due(timezone.now()).as_dict()
 
 

@@ -20,12 +20,23 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import redis
 from celery import current_app as app  # project.celery's app, set up by this process
 from django.conf import settings
 from django.utils import timezone
 
+from batches.choices import QUEUES
+from batches.models import BatchJob
+from bundles.choices import BundleStatus
+from bundles.models import BundleJob
 from coordinators.choices import JOB_CHECKING_INPUTS, ActionStatus
+from coordinators.models import CoordinatorAction
+from coordinators.sla.models import NotifyStatus, SLAEvent
+from coordinators.sla.service import check
+from statusservice import batches, bundles, coordinators, operations
 from statusservice.common import setting_seconds, tick_seconds
+from workflows.recovery import recover
+from xcommands.recovery import purge_finished, sweep
 
 log = logging.getLogger(__name__)
 
@@ -41,28 +52,20 @@ ARMING_COMMANDS = frozenset({"coordinators.CoordMaterializeXCommand", "coordinat
 
 
 def _sweep(now: datetime) -> Any:
-    from xcommands.recovery import sweep
-
     report = sweep()
     return {"leases_expired": report.leases_expired, "rung": report.rung}
 
 
 def _recover_workflows(now: datetime) -> Any:
-    from workflows.recovery import recover
-
     return recover(now)
 
 
 def _purge_commands(now: datetime) -> Any:
-    from xcommands.recovery import purge_finished
-
     return purge_finished(now, timedelta(days=int(getattr(settings, "COMMAND_HISTORY_DAYS", 30))))
 
 
 def _coordinator(name: str) -> Callable[[datetime], Any]:
     def run(now: datetime) -> Any:
-        from statusservice import coordinators
-
         if name == "recovery":
             return coordinators.recover_launches(now) + coordinators.stuck_ready(now)
         return getattr(coordinators, name)(now)
@@ -72,45 +75,31 @@ def _coordinator(name: str) -> Callable[[datetime], Any]:
 
 
 def _bundles(now: datetime) -> Any:
-    from statusservice import bundles
-
     return {"kicked_off": bundles.kickoffs(now), "paused": bundles.pause_times(now), "derived": bundles.statuses(now)}
 
 
 def _bundle_kickoffs(now: datetime) -> Any:
-    from statusservice import bundles
-
     return bundles.kickoffs(now)
 
 
 def _operations(now: datetime) -> Any:
-    from statusservice import operations
-
     return operations.lost_completions(now)
 
 
 def _batch_dispatch(now: datetime) -> Any:
-    from statusservice import batches
-
     return batches.dispatch(now)
 
 
 def _batch_housekeeping(now: datetime) -> Any:
-    from statusservice import batches
-
     return batches.housekeeping(now)
 
 
 def _sla_checks(now: datetime) -> Any:
-    from coordinators.sla.service import check
-
     return check(now)
 
 
 def _sla_notifications(now: datetime) -> Any:
     """Send the SLA deliveries as their own task, and only when some are due: a slow mail server never holds the tick."""
-    from coordinators.sla.models import NotifyStatus, SLAEvent
-
     if not SLAEvent.objects.filter(notify_status=NotifyStatus.PENDING, next_attempt_at__lte=now).exists():
         return 0
     app.send_task(SLA_NOTIFY_TASK, queue="services", expires=tick_seconds())
@@ -173,9 +162,6 @@ return 0
 
 def _redis() -> Any:
     """A client of the broker's Redis (the one the tick came through), or None when the broker is not Redis."""
-    import redis
-
-
     url = str(app.conf.broker_url or "")
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
@@ -187,8 +173,6 @@ def _redis() -> Any:
 
 def claim_run(service: Service, tick: float) -> bool:
     """Whether this tick runs the service: once per period cluster-wide (at-least-once when Redis cannot say)."""
-    import redis
-
     period = service.period()
     if period <= tick:
         return True
@@ -239,8 +223,6 @@ class Wakeup:
 
 
 def _next_input_check(horizon: datetime) -> datetime | None:
-    from coordinators.models import CoordinatorAction
-
     return (  # a suspended job's actions arm no wake-up (idle is idle)
         CoordinatorAction.objects.filter(status=ActionStatus.WAITING, pending=False, next_check_at__lte=horizon,
                                          job__status__in=sorted(JOB_CHECKING_INPUTS))
@@ -249,9 +231,6 @@ def _next_input_check(horizon: datetime) -> datetime | None:
 
 
 def _next_kickoff(horizon: datetime) -> datetime | None:
-    from bundles.choices import BundleStatus
-    from bundles.models import BundleJob
-
     return (
         BundleJob.objects.filter(status=BundleStatus.PREP, pending=False, kick_off_time__lte=horizon)
         .order_by("kick_off_time").values_list("kick_off_time", flat=True).first()
@@ -259,9 +238,6 @@ def _next_kickoff(horizon: datetime) -> datetime | None:
 
 
 def _next_batch_wakeup(horizon: datetime) -> datetime | None:
-    from batches.choices import QUEUES
-    from batches.models import BatchJob
-
     return (
         BatchJob.objects.filter(
             status__in=sorted(QUEUES), dispatched=False, blocked_by__isnull=True,
@@ -286,9 +262,6 @@ def arm(kind: Wakeup, now: datetime, *, not_before: datetime | None = None) -> d
     Nothing is sent when a wake-up of this kind is already armed at or before that time, when
     the broker is not Redis (the tick alone then bounds the delay), or on any error (logged).
     """
-    import redis
-
-
     tick = tick_seconds()
     try:
         due = kind.next_due(now + timedelta(seconds=tick))
@@ -316,8 +289,6 @@ def arm(kind: Wakeup, now: datetime, *, not_before: datetime | None = None) -> d
 
 def run_wakeup(kind_name: str, stamp: str) -> Any:
     """Run the kind's service now, then arm the next wake-up (at least its spacing later) if work is due before the next tick."""
-    import redis
-
     kind = WAKEUPS.get(kind_name)
     if kind is None:
         log.error("unknown wake-up %r ignored", kind_name)

@@ -6,10 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from bundles.choices import BundleStatus
 from bundles.commands.base import BundleCommand, send_to_coordinators
 from bundles.models import BundleJob
 from coordinators.choices import IllegalTransition, JobStatus
+from coordinators.commands import CoordChangeXCommand
 from coordinators.commands.change import ChangeRefused, parse_change_value
 from datasets.timeline import TimelineError, format_datetime, parse_datetime
 from xcommands.errors import PreconditionFailed
@@ -62,8 +65,6 @@ class BundleChangeXCommand(BundleCommand):
 
     def verify_precondition(self) -> None:
         """Checked again under the key: the bundle may have been killed meanwhile."""
-        from django.utils import timezone
-
         try:
             self.values = check_bundle_change(self.bundle, self.value, timezone.now())
         except (ChangeRefused, IllegalTransition) as exc:
@@ -71,8 +72,6 @@ class BundleChangeXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """Each coordinator checks the change against its own actions (a refusal there is logged, skipped)."""
-        from coordinators.commands import CoordChangeXCommand
-
         for field, when in self.values.items():
             setattr(self.bundle, field, when)
         value = ";".join(

@@ -22,6 +22,9 @@ from bundles.choices import (
 )
 from bundles.commands.base import BundleCommand, send_to_coordinators
 from coordinators.choices import JOB_TERMINAL, IllegalTransition, JobStatus
+from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
+from coordinators.commands.control import RESUME_TARGET as COORD_RESUME
+from coordinators.commands.control import SUSPEND_TARGET as COORD_SUSPEND
 from xcommands.errors import PreconditionFailed
 
 
@@ -38,9 +41,6 @@ class BundleSuspendXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """Move to the suspended status of the current one; queue CoordSuspend for each coordinator."""
-        from coordinators.commands import CoordSuspendXCommand
-        from coordinators.commands.control import SUSPEND_TARGET as COORD_SUSPEND
-
         self.bundle.transition_to(SUSPEND_TARGET[BundleStatus(self.bundle.status)])
         sent = send_to_coordinators(
             self.actions(), lambda coord_id: CoordSuspendXCommand(job_id=coord_id),
@@ -64,9 +64,6 @@ class BundleResumeXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """Move back; queue CoordResume for each suspended coordinator."""
-        from coordinators.commands import CoordResumeXCommand
-        from coordinators.commands.control import RESUME_TARGET as COORD_RESUME
-
         self.bundle.transition_to(RESUME_TARGET[BundleStatus(self.bundle.status)])
         sent = send_to_coordinators(
             self.actions(), lambda coord_id: CoordResumeXCommand(job_id=coord_id),
@@ -90,8 +87,6 @@ class BundleKillXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """KILLED now; CoordKill queued for live coordinators; submissions still queued will submit nothing."""
-        from coordinators.commands import CoordKillXCommand
-
         actions = self.actions()
         sent = send_to_coordinators(
             actions, lambda coord_id: CoordKillXCommand(job_id=coord_id),

@@ -22,6 +22,11 @@ from bundles.definitions import parse_bundle, resolve_bundle, run_configuration
 from bundles.models import BundleAction, BundleJob
 from bundles.status import derive_status
 from coordinators.choices import JOB_TERMINAL, JobStatus
+from coordinators.commands import CoordKillXCommand, CoordStartXCommand, CoordSuspendXCommand
+from coordinators.models import next_job_id
+from coordinators.preparation import prepare_coordinator
+from coordinators.services import store_coordinator
+from kernel.locking import skip_locked
 from kernel.secrets import mask_text
 from kernel.statemachine import transition_path
 from oozie.definitions import DefinitionError
@@ -61,8 +66,6 @@ class BundleStartXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """Create the actions, queue each coordinator's submission on its own (pre-allocated) key."""
-        from coordinators.models import next_job_id
-
         resolved = resolved_bundle(self.bundle)
         now = timezone.now()
         actions, commands = [], []
@@ -119,10 +122,6 @@ class BundleCoordSubmitXCommand(XCommand):
 
     def execute(self) -> dict[str, Any]:
         """Submit, or record why not (the status service then decides what it means for the bundle)."""
-        from coordinators.commands import CoordStartXCommand, CoordSuspendXCommand
-        from coordinators.preparation import prepare_coordinator
-        from coordinators.services import store_coordinator
-
         action = self.action
         action.pending, action.dirty = 0, True
         if self.bundle.status in (BundleStatus.KILLED, BundleStatus.FAILED) or action.status == JobStatus.KILLED:
@@ -191,8 +190,6 @@ class BundleStatusTransitXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """Reconcile, derive, store; clear the dirty marks of the actions read."""
-        from coordinators.commands import CoordKillXCommand
-
         bundle, now = self.bundle, timezone.now()
         actions = self.actions()
         repaired = 0
@@ -238,8 +235,6 @@ class BundleStatusTransitXCommand(BundleCommand):
 
 def start_due_bundles(now: Any, limit: int) -> int:
     """Queue a start for PREP bundles whose kick-off time came (the kick-off service)."""
-    from kernel.locking import skip_locked
-
     with transaction.atomic():
         ids = list(
             skip_locked(BundleJob.objects.filter(status=BundleStatus.PREP, pending=False, kick_off_time__lte=now))

@@ -9,6 +9,7 @@ from bundles.choices import BundleStatus
 from bundles.commands.base import BundleCommand, send_to_coordinators
 from bundles.models import BundleAction, BundleJob
 from coordinators.choices import IllegalTransition
+from coordinators.commands import CoordRerunXCommand
 from coordinators.commands.rerun import (
     NothingToRerun,
     RerunRefused,
@@ -94,8 +95,6 @@ class BundleRerunXCommand(BundleCommand):
 
     def execute(self) -> dict[str, Any]:
         """CoordRerun (by date) and its acknowledgement on each coordinator's key."""
-        from coordinators.commands import CoordRerunXCommand
-
         actions = self.actions()
         by_coord = {a.coord_job_id: a.coord_name for a in actions if a.coord_job_id}
         sent = send_to_coordinators(

@@ -16,17 +16,49 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
+from django.utils import timezone
 
+from bundles.dryrun import as_text as bundle_text
 from bundles.models import BundleJob
+from bundles.services import (
+    change_bundle,
+    control_bundle,
+    dryrun_bundle,
+    read_bundle,
+    rerun_bundle,
+    start_bundle,
+    submit_bundle,
+)
 from coordinators.choices import IllegalTransition
 from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.services import (
+    change_job,
+    control,
+    ignore_actions,
+    ignore_job,
+    rerun_job,
+    start_job,
+    submit_coordinator,
+    update_job,
+)
 from datasets.timeline import format_datetime
-from kernel.permissions import JobPermissionDenied
+from kernel.permissions import JobPermissionDenied, check_modify, check_read
 from kernel.secrets import Masker, masker_for
 from oozie.definitions import DefinitionError, load_configuration
+from oozieapi.errors import OozieError
 from oozieapi.ids import is_bundle_id as is_bundle
 from oozieapi.ids import is_workflow_id as is_workflow
+from oozieapi.joblog import job_log, parse_log_filter
+from oozieapi.workflows import guard
+from workflows.models import WorkflowJob
+from workflows.services import (
+    VerbNotSupported,
+    prepare_submission,
+    request_control,
+    request_rerun,
+    submit_workflow,
+)
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
@@ -146,13 +178,9 @@ class Command(BaseCommand):
             self._submit_bundle(verb, config, properties, options)
             return
         if verb == "dryrun":
-            from django.utils import timezone
-
             result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)
             self.stdout.write(dumps(result) if options["format"] == "json" else as_text(result))
             return
-        from coordinators.services import submit_coordinator
-
         if APP_PATH_PROPERTY not in properties:
             raise CommandError(f"{config}: {APP_PATH_PROPERTY} (or {BUNDLE_PATH_PROPERTY}) is not set")
         # Stored absolute (the job's coordJobPath and app path): a relative application path is
@@ -175,11 +203,6 @@ class Command(BaseCommand):
 
     def _submit_bundle(self, verb: str, config: Path, properties: dict[str, str], options: dict[str, Any]) -> None:
         """Submit, run or dry-run the bundle named by oozie.bundle.application.path (relative: to the properties file)."""
-        from django.utils import timezone
-
-        from bundles.dryrun import as_text as bundle_text
-        from bundles.services import dryrun_bundle, read_bundle, submit_bundle
-
         path = properties[BUNDLE_PATH_PROPERTY].strip()
         if path and "://" not in path and not Path(path).is_absolute():
             properties[BUNDLE_PATH_PROPERTY] = str((config.parent / path).resolve())
@@ -196,8 +219,6 @@ class Command(BaseCommand):
 
     def _submit_workflow(self, verb: str, config: Path, properties: dict[str, str], options: dict[str, Any]) -> None:
         """Submit, run or dry-run the workflow application named by oozie.wf.application.path (relative: to the file)."""
-        from workflows.services import prepare_submission, submit_workflow
-
         path = properties[WORKFLOW_PATH_PROPERTY].strip()
         if path and "://" not in path and not Path(path).is_absolute():
             properties[WORKFLOW_PATH_PROPERTY] = str((config.resolve().parent / path).resolve())
@@ -224,11 +245,6 @@ class Command(BaseCommand):
 
     def _workflow(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
         """-info, -start, -kill, -suspend, -resume, -rerun of a workflow job (-W), under the parent's permission rules."""
-        from kernel.permissions import check_modify, check_read
-        from oozieapi.workflows import guard
-        from workflows.models import WorkflowJob
-        from workflows.services import VerbNotSupported, request_control, request_rerun
-
         try:
             workflow = WorkflowJob.objects.select_related("owner").get(pk=job_id)
         except WorkflowJob.DoesNotExist:
@@ -301,9 +317,6 @@ class Command(BaseCommand):
             raise CoordinatorJob.DoesNotExist(job_id)
 
     def _change(self, job_id: str, options: dict[str, Any]) -> None:
-        from bundles.services import change_bundle
-        from coordinators.services import change_job
-
         if options["value"] is None:
             raise CommandError("-change needs -value, e.g. -value 'endtime=2026-12-01T00:00Z;concurrency=2'")
         self._existing(job_id)
@@ -311,8 +324,6 @@ class Command(BaseCommand):
         self.stdout.write(f"change: {job_id} queued ({options['value']})")
 
     def _rerun(self, job_id: str, options: dict[str, Any]) -> None:
-        from coordinators.services import rerun_job
-
         if is_bundle(job_id):
             self._rerun_bundle(job_id, options)
             return
@@ -333,8 +344,6 @@ class Command(BaseCommand):
 
     def _ignore(self, job_id: str, options: dict[str, Any]) -> None:
         """-ignore ID: the (FAILED or KILLED) job; with -action or -date: those (FAILED, KILLED, TIMEDOUT) actions."""
-        from coordinators.services import ignore_actions, ignore_job
-
         if is_bundle(job_id) or is_workflow(job_id):
             raise CommandError(f"{'Bundle' if is_bundle(job_id) else 'Workflow'} ignore is not supported: only coordinators")
         if options["action"] is not None and options["date"] is not None:
@@ -356,8 +365,6 @@ class Command(BaseCommand):
 
     def _update(self, job_id: str, options: dict[str, Any]) -> None:
         """-update ID [-config F] [-dryrun]: Oozie's diff of definition and configuration; queued unless -dryrun."""
-        from coordinators.services import update_job
-
         if is_bundle(job_id):
             raise CommandError("-update is for coordinator jobs")
         configuration = None
@@ -381,8 +388,6 @@ class Command(BaseCommand):
 
     def _rerun_bundle(self, job_id: str, options: dict[str, Any]) -> None:
         """-coordinator names and/or -date ranges (one at least); the actions that will run again, by coordinator."""
-        from bundles.services import rerun_bundle
-
         for option in ("action", "failed"):
             if options[option]:
                 raise CommandError(f"-{option} is not valid for a bundle rerun; use -coordinator and/or -date")
@@ -402,9 +407,6 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(lines))
 
     def _control(self, verb: str, job_id: str, options: dict[str, Any]) -> None:
-        from bundles.services import control_bundle, start_bundle
-        from coordinators.services import control, start_job
-
         self._existing(job_id)
         actor = self._user(options)
         if is_bundle(job_id) and verb == "start":
@@ -419,10 +421,6 @@ class Command(BaseCommand):
 
     def _log(self, job_id: str, options: dict[str, Any]) -> None:
         """-log ID [-logfilter ...]: the job's and its actions' story, as the Oozie API's show=log (oozieapi.joblog)."""
-        from kernel.permissions import check_read
-        from oozieapi.errors import OozieError
-        from oozieapi.joblog import job_log, parse_log_filter
-
         job: CoordinatorJob | BundleJob = (
             BundleJob.objects.select_related("owner").get(pk=job_id) if is_bundle(job_id)
             else CoordinatorJob.objects.select_related("owner").get(pk=job_id)

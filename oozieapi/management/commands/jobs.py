@@ -18,7 +18,19 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from bundles.choices import BundleStatus
+from bundles.models import BundleJob
+from coordinators.choices import JobStatus
+from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
+from kernel.permissions import readable_jobs
+from oozieapi.bulk import owner_scope
+from oozieapi.errors import OozieError
+from oozieapi.filters import filter_jobs
+from operations.bulk import start_bulk
+from operations.choices import OperationStatus
+from operations.models import Operation
+from operations.services import OperationConflict, progress
 
 COORDINATOR_COLUMNS = ("Job ID", "App Name", "Status", "Freq", "Unit", "Started", "Next Materialized")
 BUNDLE_COLUMNS = ("Job ID", "Bundle Name", "Status", "Kickoff", "Created", "User")
@@ -83,8 +95,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         """List, or start the bulk operation and follow it."""
-        from oozieapi.errors import OozieError
-
         kind = JOBTYPES.get(str(options["jobtype"]).lower())
         if kind is None:
             raise CommandError(f"-jobtype {options['jobtype']!r}: use coordinator or bundle")
@@ -117,13 +127,6 @@ class Command(BaseCommand):
         return user
 
     def _selection(self, kind: str, user: Any, text: str) -> QuerySet[Any]:
-        from bundles.choices import BundleStatus
-        from bundles.models import BundleJob
-        from coordinators.choices import JobStatus
-        from coordinators.models import CoordinatorJob
-        from kernel.permissions import readable_jobs
-        from oozieapi.filters import filter_jobs
-
         if kind == "bundle":
             bundles = BundleJob.objects.select_related("owner").defer("definition", "applications", "configuration")
             return filter_jobs(readable_jobs(bundles, user), text, timezone.now(), statuses=tuple(BundleStatus.values))
@@ -137,12 +140,6 @@ class Command(BaseCommand):
         self.stdout.write(f"{kind} jobs {first}-{options['offset'] + len(page) - 1 if page else 0} of {total}")
 
     def _bulk(self, kind: str, verb: str, job_ids: list[str], user: Any, options: dict[str, Any]) -> None:
-        from oozieapi.bulk import owner_scope
-        from operations.bulk import start_bulk
-        from operations.choices import OperationStatus
-        from operations.models import Operation
-        from operations.services import OperationConflict, progress
-
         try:
             operation = start_bulk(kind, verb, job_ids, user=user, owner=owner_scope(options["filter"]),
                                    filter_text=options["filter"])
