@@ -43,6 +43,7 @@ from coordinators.services import (
     update_job,
 )
 from datasets.timeline import format_datetime
+from kernel.cli import acting_user, add_user_option, one_line
 from kernel.permissions import JobPermissionDenied, check_modify, check_read
 from kernel.secrets import Masker, masker_for
 from oozie.definitions import DefinitionError, load_configuration
@@ -63,11 +64,6 @@ from workflows.services import (
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
 BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
 WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
-
-
-def one_line(text: str) -> str:
-    """An error in full on one line (tables keep one row per action; nothing is cut)."""
-    return " ".join(text.split())
 
 
 class Command(BaseCommand):
@@ -91,7 +87,7 @@ class Command(BaseCommand):
             group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
         parser.add_argument("-dryrun", action="store_true", help="with -config: plan a submission; with -update: show the diff only")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
-        parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
+        add_user_option(parser)
         parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING "
                             "(bundles: endtime and pausetime)")
         parser.add_argument("-action", default=None, help="-rerun, -ignore: action numbers and ranges, e.g. 1,3-4,7-40")
@@ -146,11 +142,7 @@ class Command(BaseCommand):
             raise CommandError(f"no bundle job {options.get(verb or '')!r}") from None
 
     def _user(self, options: dict[str, Any]) -> Any:
-        name = options["user"] or getpass.getuser()
-        user = get_user_model().objects.filter(username=name).first()
-        if user is None:
-            raise CommandError(f"no user {name!r}; pass -user NAME of an existing user")
-        return user
+        return acting_user(options["user"])
 
     def _shown(self, options: dict[str, Any], owner_id: Any, *sources: Any) -> Masker:
         """What the -user (or login) account is shown of a job: secret properties masked unless it owns it or is a job admin.

@@ -9,11 +9,9 @@ act on, or whose status refuses the verb, are listed as failed, and the command 
 
 from __future__ import annotations
 
-import getpass
 import time
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -23,6 +21,7 @@ from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
+from kernel.cli import acting_user, add_user_option, table
 from kernel.permissions import readable_jobs
 from oozieapi.bulk import owner_scope
 from oozieapi.errors import OozieError
@@ -41,17 +40,6 @@ FAILURES_SHOWN = 50
 
 def _when(moment: Any) -> str:
     return format_datetime(moment) if moment is not None else "-"
-
-
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    """Left-aligned columns two spaces apart, each as wide as its widest cell: long names and errors stay whole."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{cell:<{width}}" for cell, width in zip(cells, widths, strict=True)).rstrip()
-
-    rendered = [line(header), "-" * len(line(header))]
-    return rendered + [line(row) for row in rows]
 
 
 def job_table(kind: str, jobs: list[Any]) -> list[str]:
@@ -89,7 +77,7 @@ class Command(BaseCommand):
                             "endcreatedtime=..;sortby=createdTime|lastModifiedTime (AND between names, OR within one)")
         parser.add_argument("-offset", type=int, default=1, help="first job (1-based), as in Oozie")
         parser.add_argument("-len", type=int, default=50, help="jobs per page (with a verb: how many get it), as in Oozie")
-        parser.add_argument("-user", default=None, help="act as this user (default: your login name)")
+        add_user_option(parser)
         parser.add_argument("-nowait", action="store_true", help="with a verb: print the operation and return at once")
         parser.add_argument("-timeout", type=float, default=600.0, help="with a verb: seconds to follow the operation")
 
@@ -120,11 +108,7 @@ class Command(BaseCommand):
         self._bulk(kind, verb, [job.pk for job in page], user, options)
 
     def _user(self, options: dict[str, Any]) -> Any:
-        name = options["user"] or getpass.getuser()
-        user = get_user_model().objects.filter(username=name).first()
-        if user is None:
-            raise CommandError(f"no user {name!r}; pass -user NAME of an existing user")
-        return user
+        return acting_user(options["user"])
 
     def _selection(self, kind: str, user: Any, text: str) -> QuerySet[Any]:
         if kind == "bundle":
