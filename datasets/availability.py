@@ -6,6 +6,8 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime
 
+import fsspec
+
 from datasets.models import ANY_FLAG, AvailableInstance, uri_key
 
 log = logging.getLogger(__name__)
@@ -20,8 +22,6 @@ def flag_path(uri: str, done_flag: str) -> str:
 
 def exists_on_storage(uri: str, done_flag: str) -> bool:
     """Ask storage (file://, plain paths, memory://, s3://, hdfs:// with their fsspec packages)."""
-    import fsspec
-
     target = flag_path(uri, done_flag)
     try:
         fs, path = fsspec.core.url_to_fs(target)

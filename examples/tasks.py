@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,6 @@ def aggregate(configuration: dict[str, Any], nominal_time: str) -> str:
 @shared_task(name="examples.record")
 def record(configuration: dict[str, Any], nominal_time: str) -> str:
     """Append when it ran to the file `log` (one JSON line), after sleeping `seconds`: shows order and overlap."""
-    import time
-
     started = time.time()
     time.sleep(float(configuration.get("seconds", 0)))
     line = json.dumps({"nominal_time": nominal_time, "started": started, "ended": time.time()})

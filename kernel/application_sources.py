@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import fsspec
 from django.conf import settings
 
 from kernel import storage
@@ -106,8 +107,6 @@ def read_application(
     A local path, `file://` or another allowed URI under the application roots; a directory
     means its `filename` (coordinator.xml, or bundle.xml for bundles).
     """
-    import fsspec
-
     opened = check_readable(app_path, prop, trusted=trusted)
     try:
         fs, path = fsspec.core.url_to_fs(opened)

@@ -15,6 +15,19 @@ from django.db.models import Count, Max, Min, Model, Q
 from django.utils import timezone
 from django.utils.module_loading import autodiscover_modules
 
+from batches.choices import BatchStatus
+from batches.choices import JobStatus as BatchJobStatus
+from batches.models import Batch, BatchJob
+from bundles.choices import BundleStatus
+from bundles.models import BundleJob
+from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, ActionStatus, JobStatus
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from workflows.choices import NodeStatus, WorkflowStatus
+from workflows.models import WorkflowJob, WorkflowNode
+from xcommands.base import registered_names
+from xcommands.choices import ACTIVE_STATUSES, LEASED_STATUSES, CommandStatus
+from xcommands.models import Command
+
 
 def window_seconds() -> int:
     """How far back finished commands count for the time histograms (METRICS_WINDOW_SECONDS)."""
@@ -105,10 +118,6 @@ def _import_commands() -> None:
 
 def _command_load(extra_names: Iterable[str]) -> dict[str, CommandLoad]:
     """Active commands per class (the partial index on active commands bounds the scan to the backlog)."""
-    from xcommands.base import registered_names
-    from xcommands.choices import ACTIVE_STATUSES, LEASED_STATUSES, CommandStatus
-    from xcommands.models import Command
-
     _import_commands()
     rows = (
         Command.objects.filter(status__in=sorted(ACTIVE_STATUSES))
@@ -137,8 +146,6 @@ def _recent_commands(
 ) -> tuple[list[FinishedCommand], dict[str, datetime]]:
     """Commands finished in the window among the `sample` last enqueued (a primary key range), and
     who ran them: the worker of each one's last attempt, with when it ended."""
-    from xcommands.models import Command
-
     # The id of the sample-th newest command: the range [floor, max] is read through the primary key.
     floor = next(iter(Command.objects.order_by("-id").values_list("id", flat=True)[sample - 1:sample]), None)
     rows = Command.objects.filter(
@@ -175,11 +182,6 @@ def _see(seen: dict[str, datetime], worker: str, moment: datetime | None) -> Non
 def _workers(seen: dict[str, datetime]) -> dict[str, datetime]:
     """When each worker was last heard of: lease heartbeats of what it runs now (each renewal sets
     `lease_expires_at` to now + the lease), else the end of its last recent command."""
-    from workflows.choices import NodeStatus
-    from workflows.models import WorkflowNode
-    from xcommands.choices import LEASED_STATUSES
-    from xcommands.models import Command
-
     seen = dict(seen)
     command_lease = timedelta(seconds=int(getattr(settings, "COMMAND_LEASE_SECONDS", 60)))
     leased = (
@@ -214,16 +216,6 @@ def _status_counts(model: type[Model], choices: Iterable[str]) -> dict[str, int]
 
 def _job_statuses() -> dict[str, dict[str, int]]:
     """Jobs, bundles, workflow runs, batches and batch jobs by status (each table has an index leading with status)."""
-    from batches.choices import BatchStatus
-    from batches.choices import JobStatus as BatchJobStatus
-    from batches.models import Batch, BatchJob
-    from bundles.choices import BundleStatus
-    from bundles.models import BundleJob
-    from coordinators.choices import JobStatus
-    from coordinators.models import CoordinatorJob
-    from workflows.choices import WorkflowStatus
-    from workflows.models import WorkflowJob
-
     return {
         "coordinator_jobs": _status_counts(CoordinatorJob, JobStatus.values),
         "bundle_jobs": _status_counts(BundleJob, BundleStatus.values),
@@ -248,9 +240,6 @@ def _action_counts(now: datetime) -> tuple[dict[str, int], dict[str, int], datet
     (cost: the live actions); ended ones, which only grow, by one full GROUP BY reused for
     METRICS_ENDED_ACTIONS_SECONDS through Django's cache.
     """
-    from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, ActionStatus
-    from coordinators.models import CoordinatorAction
-
     counts = {str(status): 0 for status in ActionStatus.values}
     due = {str(status): 0 for status in sorted(ACTION_PENDING)}
     oldest: datetime | None = None

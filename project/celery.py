@@ -20,8 +20,10 @@ from celery import Celery
 from celery.concurrency import asynpool
 from celery.signals import task_postrun, task_prerun
 from django.conf import settings
+from django.db import close_old_connections
 from kombu import Exchange, Queue
 
+from project.broker import TRANSPORT
 from project.worker_watchdog import ConsumptionWatchdog
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -102,8 +104,6 @@ def _apply_broker_options() -> None:
     # kombu's Redis transport can kill a worker while it closes a connection Redis dropped;
     # project.broker's cannot (see there). Only for redis:// URLs: rediss:// gets its TLS
     # defaults from kombu by that transport name, and CELERY_BROKER_TRANSPORT still wins.
-    from project.broker import TRANSPORT
-
     broker_url = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
     if broker_url.startswith("redis://") and not getattr(settings, "CELERY_BROKER_TRANSPORT", None):
         app.conf.broker_transport = TRANSPORT
@@ -168,8 +168,6 @@ for _name in ROUTINE_LOGGERS:
 @task_postrun.connect
 def _close_stale_connections(**kwargs: Any) -> None:
     """Drop database connections that are broken or past CONN_MAX_AGE, around each task."""
-    from django.db import close_old_connections
-
     close_old_connections()
 
 

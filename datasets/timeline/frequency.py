@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from datetime import tzinfo
 
+from datasets.timeline.cron import CronSchedule
 from datasets.timeline.errors import InvalidFrequencyError
 
 MAX_AMOUNT = 10_000_000  # far beyond any schedule, small enough that arithmetic stays cheap
@@ -107,8 +108,6 @@ class Frequency:
     @classmethod
     def from_cron(cls, expression: str, zone: tzinfo | None = None) -> Frequency:
         """A cron-like frequency (validated by parsing it), read in `zone` (the processing time zone; UTC if None)."""
-        from datasets.timeline.cron import CronSchedule
-
         CronSchedule.parse(expression)
         return cls(1, TimeUnit.CRON, cron=" ".join(expression.split()), zone=zone)
 

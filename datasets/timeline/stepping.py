@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 from dateutil.relativedelta import relativedelta
 
+from datasets.timeline.cron import CronSchedule
 from datasets.timeline.datetimes import from_wall, require_aware, to_local, wall
 from datasets.timeline.errors import InvalidFrequencyError, TimelineError
 from datasets.timeline.frequency import Frequency, TimeUnit
@@ -82,8 +83,6 @@ def _cron_times(start: datetime, frequency: Frequency, tz: tzinfo) -> Iterator[d
     7's table). The search goes on from the unshifted firing, as Oozie's does. A forward shift
     that would reach the next firing is not applied, so nominal times never go backwards.
     """
-    from datasets.timeline.cron import CronSchedule
-
     require_aware(start, "start")
     schedule = CronSchedule.parse(frequency.cron or "")
     zone = frequency.zone or UTC

@@ -42,9 +42,14 @@ from django.utils import timezone
 
 from coordinators.choices import ACTION_TERMINAL, JOB_TERMINAL, ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
+from coordinators.services import submit_coordinator
+from datasets.models import AvailableInstance
 from datasets.timeline import format_datetime
+from project.celery import app
 from tooling.benchmarks import keyed_queue as keyed_bench
 from tooling.benchmarks.runtime import bench_user, delete_jobs, percentile
+from workflows.models import WorkflowJob
+from xcommands.models import Command
 
 Log = Callable[[str], None]
 
@@ -120,8 +125,6 @@ class ActionsBench(keyed_bench.Bench):
 
     def execute_actions(self) -> dict[str, Any]:
         """Raw round, the coordinators, raw round; the figures. Everything created is deleted, logs kept on failure."""
-        from project.celery import app
-
         had_user = get_user_model().objects.filter(username="bench").exists()
         self.redis_url = self._start_redis()
         keyed_bench._point_app_at(self.redis_url)
@@ -171,8 +174,6 @@ class ActionsBench(keyed_bench.Bench):
 
     def _run_coordinators(self, client: redis.Redis, data: list[Path], first: datetime) -> dict[str, Any]:
         """Submit the jobs, wait for every action to end and the queues to empty; actions/s, milestones, stages, commands."""
-        from coordinators.services import submit_coordinator
-
         owner = bench_user()
         end = format_datetime(first + timedelta(minutes=self.actions))
         started = timezone.now()
@@ -253,8 +254,6 @@ class ActionsBench(keyed_bench.Bench):
 
     def _delete_rows(self, had_user: bool) -> None:
         """The run's jobs, actions (their runs go with them), commands, history, availability records, user."""
-        from datasets.models import AvailableInstance
-
         ids = list(CoordinatorJob.objects.filter(app_name__startswith=self.prefix).values_list("pk", flat=True))
         for first in range(0, len(ids), 200):
             StatusChange.objects.filter(job_id__in=ids[first:first + 200]).delete()
@@ -266,8 +265,6 @@ class ActionsBench(keyed_bench.Bench):
 
 def analyse(ids: list[str], started: datetime, total: int, submit_s: float) -> dict[str, Any]:
     """Actions/s from `started` to the last action's end; milestones, per-action stages, command counts."""
-    from workflows.models import WorkflowJob
-
     rows = list(CoordinatorAction.objects.filter(job_id__in=ids).values_list(
         "created_time", "ready_at", "submitted_at", "started_at", "ended_at", "status", "external_id"))
     runs = dict(
@@ -312,8 +309,6 @@ def analyse(ids: list[str], started: datetime, total: int, submit_s: float) -> d
 
 def command_counts(ids: list[str]) -> dict[str, dict[str, Any]]:
     """Per command class run on the jobs' keys: how many (and how many were skipped), wait and run times."""
-    from xcommands.models import Command
-
     timings: dict[str, tuple[list[float], list[float], Counter[str]]] = {}
     for first in range(0, len(ids), 500):
         for name, status, enqueued, begun, ended in Command.objects.filter(

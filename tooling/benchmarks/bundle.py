@@ -25,15 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from bundles import services
 from bundles.choices import BundleStatus
+from bundles.commands import BundleKillXCommand
 from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
 from tooling.benchmarks.keyed_queue import bench_env
+from tooling.benchmarks.runtime import bench_user, delete_jobs, percentile, private_redis
+from xcommands.models import Command, CommandKey
+from xcommands.queue import enqueue
 
 Log = Callable[[str], None]
 
@@ -53,9 +59,6 @@ class BenchmarkUnavailable(RuntimeError):
 
 def check_database() -> None:
     """BenchmarkUnavailable unless the database answers and every migration is applied."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
-
     try:
         executor = MigrationExecutor(connection)
         plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
@@ -86,11 +89,6 @@ def write_applications(root: Path, prefix: str, count: int) -> str:
 
 def run_bundle_bench(coordinators: int, workers: int, log: Log, *, lead: float = KICK_OFF_LEAD_SECONDS) -> dict[str, Any]:
     """Kick off a bundle of `coordinators` coordinators, then kill it; seconds to all RUNNING and to all KILLED."""
-    from bundles import services
-    from bundles.commands import BundleKillXCommand
-    from tooling.benchmarks.runtime import bench_user, private_redis
-    from xcommands.queue import enqueue
-
     check_database()
     tmp = Path(tempfile.mkdtemp(prefix="bench-bundle-"))
     run = uuid.uuid4().hex[:6]
@@ -241,9 +239,6 @@ def stop_processes(procs: Iterable[subprocess.Popen[bytes]]) -> None:
 
 def delete_bundle(bundle_id: str, prefix: str) -> None:
     """The bundle, its actions and commands, its coordinators (theirs too)."""
-    from tooling.benchmarks.runtime import delete_jobs
-    from xcommands.models import Command, CommandKey
-
     BundleJob.objects.filter(pk=bundle_id).delete()
     Command.objects.filter(key=bundle_id).delete()
     CommandKey.objects.filter(key=bundle_id).delete()
@@ -252,9 +247,6 @@ def delete_bundle(bundle_id: str, prefix: str) -> None:
 
 def command_stages(keys: list[str], since: datetime, until: datetime) -> dict[str, dict[str, float]]:
     """Per command class enqueued in [since, until] on these keys: how many, p50/p99 seconds waiting and running."""
-    from tooling.benchmarks.runtime import percentile
-    from xcommands.models import Command
-
     timings: dict[str, tuple[list[float], list[float]]] = {}
     for first in range(0, len(keys), 500):
         rows = Command.objects.filter(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -25,7 +26,9 @@ import redis
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
+from kombu import pools
 
+from project.celery import app
 from project.launcher import find_redis_server, free_port, redis_answers, wait_for
 from xcommands.base import XCommand
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
@@ -147,8 +150,6 @@ class Bench:
         return url
 
     def _start_worker(self) -> None:
-        import socket
-
         self.hostname = f"bench-{self.run}@{socket.gethostname()}"
         env = bench_env(REDIS_URL=self.redis_url, EXTRA_TASK_MODULES=",".join(self.task_modules), LOG_LEVEL="WARNING")
         log = (self.tmp / "worker.log").open("wb")
@@ -210,8 +211,6 @@ class Bench:
 
     def _raw_round(self, client: redis.Redis, round_no: int) -> float:
         """Raw Celery: load the queue with the consumer paused, then let the worker drain it."""
-        from project.celery import app
-
         run = f"{self.run}r{round_no}"
         keys = [f"k{i}" for i in range(self.keys)]
         app.control.cancel_consumer("default", destination=[self.hostname], reply=True, timeout=10)
@@ -343,10 +342,6 @@ class Bench:
 
 def _point_app_at(url: str) -> None:
     """Publish to the bench's Redis from this process."""
-    from kombu import pools
-
-    from project.celery import app
-
     app.conf.update(broker_url=url)
     pools.reset()
     app._after_fork()  # type: ignore[attr-defined]  # forgets cached connection pools

@@ -18,8 +18,11 @@ from django.conf import settings
 from django.db import connection
 from django.db.utils import OperationalError, ProgrammingError
 
+from operations.models import Operation
 from operations.registry import OperationType
+from operations.services import start_operation
 from tooling.benchmarks import keyed_queue as keyed_bench
+from xcommands.models import Command, CommandKey
 
 
 class BenchNoop(OperationType):
@@ -52,8 +55,6 @@ class OperationBench(keyed_bench.Bench):
 
     def _operation_round(self, client: redis.Redis, round_no: int) -> tuple[float, float]:
         """One operation of `commands` jobs over `keys` keys: jobs/s, and seconds from the last job's end to completion."""
-        from operations.services import start_operation
-
         run = f"{self.run}o{round_no}"
         keys = [f"k{i}" for i in range(self.keys)]
         partitions = [(f"{keys[n % self.keys]}/{n}", f"bench:{run}:{keys[n % self.keys]}") for n in range(self.commands)]
@@ -73,8 +74,6 @@ class OperationBench(keyed_bench.Bench):
 
     def execute_operations(self) -> dict[str, Any]:
         """Every round; the figures."""
-        from operations.models import Operation
-
         self.redis_url = self._start_redis()
         keyed_bench._point_app_at(self.redis_url)
         settings.REDIS_URL = self.redis_url
@@ -95,8 +94,6 @@ class OperationBench(keyed_bench.Bench):
             finished = True
         finally:
             self.cleanup(keep_logs=not finished)
-            from xcommands.models import Command, CommandKey
-
             Operation.objects.filter(target__startswith=f"bench:{self.run}").delete()
             Command.objects.filter(key__startswith=f"operation:bench:{self.run}").delete()
             CommandKey.objects.filter(key__startswith=f"operation:bench:{self.run}").delete()

@@ -25,11 +25,17 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
+from kombu import pools
 
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
+from project.celery import app
 from project.launcher import find_redis_server, free_port, redis_answers, wait_for
 from tooling.benchmarks.keyed_queue import bench_env
+from xcommands import engine
+from xcommands.choices import CommandStatus
+from xcommands.models import Command, CommandKey
 
 Log = Callable[[str], None]
 
@@ -75,10 +81,6 @@ def percentile(values: list[float], pct: float) -> float:
 @contextmanager
 def private_redis(tmp: Path, log: Log) -> Iterator[str]:
     """REDIS_URL if it answers, else a redis-server of our own for the duration; the process's Celery app uses it."""
-    from kombu import pools
-
-    from project.celery import app
-
     configured = os.environ.get("REDIS_URL")
     proc = None
     if configured and redis_answers(configured):
@@ -116,8 +118,6 @@ def bench_user() -> Any:
 
 def delete_jobs(prefix: str) -> None:
     """Delete bench jobs (and their actions and commands)."""
-    from xcommands.models import Command, CommandKey
-
     ids = list(CoordinatorJob.objects.filter(app_name__startswith=prefix).values_list("pk", flat=True))
     for first in range(0, len(ids), 200):
         chunk = ids[first:first + 200]
@@ -129,11 +129,6 @@ def delete_jobs(prefix: str) -> None:
 
 def run_materialize_bench(actions: int, log: Log) -> dict[str, Any]:
     """Materialize `actions` actions of one catch-up job through the engine; compare with a plain bulk_create."""
-    from coordinators.services import submit_coordinator
-    from xcommands import engine
-    from xcommands.choices import CommandStatus
-    from xcommands.models import Command
-
     tmp = Path(tempfile.mkdtemp(prefix="bench-materialize-"))
     start = (timezone.now() - timedelta(minutes=actions + 10)).replace(second=0, microsecond=0)
     end = start + timedelta(minutes=actions)
@@ -200,8 +195,6 @@ def _bulk_insert_baseline(job: CoordinatorJob, actions: int, log: Log) -> float:
 
 def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -> dict[str, Any]:
     """Run `jobs` minute-frequency coordinators whose inputs exist for `minutes` nominal times; latency percentiles."""
-    from coordinators.services import submit_coordinator
-
     tmp = Path(tempfile.mkdtemp(prefix="bench-trigger-"))
     data = tmp / "data"
     run = uuid.uuid4().hex[:6]
@@ -284,8 +277,6 @@ def _trigger_floor(actions: Any, count: int) -> float:
 
     The publishes go to a queue no worker consumes, purged afterwards: nothing runs.
     """
-    from project.celery import app
-
     rows = list(actions.order_by("pk").values_list("pk", "status")[:count])
     queue = f"bench-floor-{uuid.uuid4().hex[:6]}"
     started = time.perf_counter()
@@ -303,8 +294,6 @@ def _trigger_floor(actions: Any, count: int) -> float:
 
 def _command_stages(prefix: str) -> dict[str, dict[str, float]]:
     """Per command class: how many ran, p50/p99 seconds waiting (enqueued to started) and running."""
-    from xcommands.models import Command
-
     ids = list(CoordinatorJob.objects.filter(app_name__startswith=prefix).values_list("pk", flat=True))
     timings: dict[str, tuple[list[float], list[float]]] = {}
     for first in range(0, len(ids), 500):

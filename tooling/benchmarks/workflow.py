@@ -21,7 +21,12 @@ from django.db import connection, transaction
 from django.db.utils import OperationalError, ProgrammingError
 from django.utils import timezone
 
+from project.celery import app
 from tooling.benchmarks import keyed_queue as keyed_bench
+from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
+from workflows.definitions.submission import prepare_workflow
+from workflows.engine import create_job
+from workflows.models import WorkflowJob, WorkflowNode
 
 
 def workflow_xml(width: int) -> str:
@@ -59,19 +64,13 @@ class WorkflowBench(keyed_bench.Bench):
         self.queues = "commands,actions,default"  # celery actions go to their task's queue (examples.*: actions)
 
     def _prepared(self) -> Any:
-        from workflows.definitions.submission import prepare_workflow
-
-        app = Path(self.tmp) / "app"
-        app.mkdir(parents=True, exist_ok=True)
-        (app / "workflow.xml").write_text(workflow_xml(self.width))
-        return prepare_workflow(workflow_xml(self.width), {"user.name": "bench"}, app_path=str(app))
+        app_dir = Path(self.tmp) / "app"
+        app_dir.mkdir(parents=True, exist_ok=True)
+        (app_dir / "workflow.xml").write_text(workflow_xml(self.width))
+        return prepare_workflow(workflow_xml(self.width), {"user.name": "bench"}, app_path=str(app_dir))
 
     def _workflow_round(self, prepared: Any, round_no: int) -> tuple[float, float, int, list[str]]:
         """`jobs` workflows started in one transaction: actions/s, node transitions/s, failures, their ids."""
-        from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
-        from workflows.engine import create_job
-        from workflows.models import WorkflowJob, WorkflowNode
-
         started = time.perf_counter()
         with transaction.atomic():
             ids = [create_job(prepared, now=timezone.now()).id for _ in range(self.jobs)]
@@ -94,9 +93,6 @@ class WorkflowBench(keyed_bench.Bench):
 
     def execute_workflows(self) -> dict[str, Any]:
         """Every round; the figures."""
-        from project.celery import app
-        from workflows.models import WorkflowJob
-
         self.redis_url = self._start_redis()
         keyed_bench._point_app_at(self.redis_url)
         app.conf.update(result_backend=self.redis_url)  # send_task reaches the backend too

@@ -15,7 +15,12 @@ from typing import Any
 
 from django.db import connection
 
+from coordinators.choices import ACTION_TERMINAL, ActionStatus
+from coordinators.models import CoordinatorAction, CoordinatorJob
 from tooling.chaos.probe import TABLE
+from workflows.models import WorkflowJob, WorkflowNode
+from xcommands.choices import TERMINAL_STATUSES, CommandStatus
+from xcommands.models import Command
 
 
 @dataclass
@@ -64,10 +69,6 @@ def max_overlap(spans: list[tuple[float, float]]) -> int:
 
 def analyse_actions(job_ids: list[str], expected_per_job: int) -> Counts:
     """Lost, twice, out of order, overlapping, stuck and wrongly failed coordinator actions."""
-    from coordinators.choices import ACTION_TERMINAL, ActionStatus
-    from coordinators.models import CoordinatorAction, CoordinatorJob
-    from workflows.models import WorkflowJob, WorkflowNode
-
     counts = Counts()
     probes = _probes("action")
     concurrency = dict(CoordinatorJob.objects.filter(pk__in=job_ids).values_list("pk", "concurrency"))
@@ -122,9 +123,6 @@ def analyse_actions(job_ids: list[str], expected_per_job: int) -> Counts:
 
 def analyse_keyed(keys: list[str], per_key: int) -> Counts:
     """Lost, twice, out of order, overlapping, stuck and wrongly failed keyed jobs (commands)."""
-    from xcommands.choices import TERMINAL_STATUSES, CommandStatus
-    from xcommands.models import Command
-
     counts = Counts(total=len(keys) * per_key)
     probes = _probes("keyed")
     commands = list(Command.objects.filter(key__in=keys).order_by("key", "seq"))
@@ -170,9 +168,6 @@ def lost_attempts(job_ids: list[str]) -> list[dict[str, Any]]:
     Times are epoch seconds. `relaunched`: the start of the next attempt's probe (None when it
     never ran to its end).
     """
-    from coordinators.models import CoordinatorAction
-    from workflows.models import WorkflowNode
-
     probes = _probes("action")
     action_of = dict(CoordinatorAction.objects.filter(job_id__in=job_ids).values_list("external_id", "id"))
     out = []

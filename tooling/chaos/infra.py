@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
 import redis
 
 from project.launcher import _die_with_parent, find_redis_server, redis_answers, wait_for
@@ -119,8 +120,6 @@ class PostgresCluster:
 
     def create_database(self, name: str) -> None:
         """CREATE DATABASE name."""
-        import psycopg
-
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
 

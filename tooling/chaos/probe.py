@@ -15,6 +15,8 @@ from typing import Any
 from celery import shared_task
 from django.db import connection
 
+from workflows.runner import current_run
+
 TABLE = "chaos_probe"
 DDL = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -39,8 +41,6 @@ def create_table() -> None:
 @shared_task(name="chaos.probe")
 def probe(configuration: dict[str, Any], nominal_time: str = "") -> str:
     """Sleep `seconds`, then write one row: what ran (node and attempt, or key and number), where, when."""
-    from workflows.runner import current_run
-
     started = time.time()
     time.sleep(float(configuration.get("seconds", 0)))
     run = current_run()

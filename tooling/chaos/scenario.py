@@ -21,15 +21,27 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
+from django.db.models import Max
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
+from coordinators.choices import ACTION_TERMINAL, ActionStatus, JobStatus
+from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.services import control, submit_coordinator
+from datasets.timeline import format_datetime
 from project.launcher import free_port, port_is_free, wait_for
 from tooling.chaos.analysis import Counts, analyse_actions, analyse_keyed, lost_attempts
 from tooling.chaos.hosts import Network
 from tooling.chaos.infra import PostgresCluster, RedisProcess, ServiceProcess, celery
 from tooling.chaos.probe import create_table, probe_pids
+from workflows.choices import NodeStatus
+from workflows.models import WorkflowNode
+from xcommands.choices import LEASED_STATUSES, TERMINAL_STATUSES, CommandStatus
+from xcommands.keyed import enqueue_job
+from xcommands.models import Command
 
 Log = Callable[[str], None]
 T = TypeVar("T")
@@ -323,14 +335,7 @@ class Run:
 
     def submit_coordinators(self) -> None:
         """Catch-up coordinators: every action due at once, concurrency 2, each running the probe."""
-        from django.contrib.auth import get_user_model
-
-        from coordinators.services import submit_coordinator
-        from datasets.timeline import format_datetime
-
         owner, _ = get_user_model().objects.get_or_create(username="chaos")
-        from rest_framework.authtoken.models import Token
-
         self.token = Token.objects.get_or_create(user=owner)[0].key
         end = timezone.now().replace(second=0, microsecond=0)
         start = end - timedelta(minutes=self.plan.actions)
@@ -342,8 +347,6 @@ class Run:
 
     def enqueue_keyed_wave(self, wave: int) -> None:
         """One wave of keyed jobs: the next slice of numbers of every key, in order."""
-        from xcommands.keyed import enqueue_job
-
         waves = len(self.plan.keyed_waves)
         self.keys = self.keys or [f"chaos-key-{k:02d}" for k in range(self.plan.keys)]
         numbers = [n for n in range(self.plan.per_key) if n * waves // self.plan.per_key == wave]
@@ -423,9 +426,6 @@ class Run:
 
     def _busiest_worker(self) -> ServiceProcess:
         """The worker running the most actions right now (so a fault meets live work)."""
-        from workflows.choices import NodeStatus
-        from workflows.models import WorkflowNode
-
         running = _retry_db(lambda: list(WorkflowNode.objects.filter(status=NodeStatus.RUNNING)
                                          .values_list("worker", flat=True)), self.log, "looking for the busiest worker")
         pids = {int(holder.rpartition(":")[2]) for holder in running if holder.rpartition(":")[2].isdigit()}
@@ -434,9 +434,6 @@ class Run:
 
     def _busy_pool_pid(self, worker: ServiceProcess) -> int | None:
         """The pid of a pool process of `worker` running an action right now, if any (waits up to 5 s)."""
-        from workflows.choices import NodeStatus
-        from workflows.models import WorkflowNode
-
         pool = set(worker.pool_pids())
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -452,11 +449,6 @@ class Run:
 
     def in_flight(self) -> dict[str, int]:
         """What the next fault can hit: nodes running and queued, commands leased and waiting."""
-        from workflows.choices import NodeStatus
-        from workflows.models import WorkflowNode
-        from xcommands.choices import LEASED_STATUSES, CommandStatus
-        from xcommands.models import Command
-
         def count() -> dict[str, int]:
             return {
                 "nodes_running": WorkflowNode.objects.filter(status=NodeStatus.RUNNING).count(),
@@ -475,13 +467,6 @@ class Run:
         Idle means idle (ADR 0008): jobs that are suspended or killed while their actions wait
         for data that never comes add no command to what the system does with no job at all.
         """
-        from django.contrib.auth import get_user_model
-
-        from coordinators.choices import ActionStatus, JobStatus
-        from coordinators.models import CoordinatorAction, CoordinatorJob
-        from coordinators.services import control, submit_coordinator
-        from datasets.timeline import format_datetime
-
         idle = self._commands_during(seconds)
         owner = get_user_model().objects.get(username="chaos")
         start = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=5)
@@ -509,10 +494,6 @@ class Run:
 
     def _commands_during(self, seconds: float) -> int:
         """How many commands were created in the next `seconds` (by id, so purged ones count too)."""
-        from django.db.models import Max
-
-        from xcommands.models import Command
-
         first = Command.objects.aggregate(last=Max("id"))["last"] or 0
         time.sleep(seconds)
         return int(Command.objects.aggregate(last=Max("id"))["last"] or 0) - first
@@ -526,10 +507,6 @@ class Run:
         a pool process that is alive and free takes one. A worker that answers but whose slots
         leaked (or that stopped consuming) leaves processes without work: it is degraded.
         """
-        from xcommands.choices import TERMINAL_STATUSES
-        from xcommands.keyed import enqueue_job
-        from xcommands.models import Command
-
         keys = [f"capacity-{i:03d}" for i in range(3 * self.plan.workers * self.plan.worker_concurrency)]
 
         def enqueue() -> None:
@@ -556,11 +533,6 @@ class Run:
 
     def unsettled(self) -> tuple[int, int]:
         """(actions not finished, keyed commands not finished)."""
-        from coordinators.choices import ACTION_TERMINAL
-        from coordinators.models import CoordinatorAction
-        from xcommands.choices import TERMINAL_STATUSES
-        from xcommands.models import Command
-
         def count() -> tuple[int, int]:
             expected = self.plan.jobs * self.plan.actions
             finished = CoordinatorAction.objects.filter(job_id__in=self.job_ids, status__in=sorted(ACTION_TERMINAL)).count()

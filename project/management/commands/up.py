@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from project.celery import QUEUE_NAMES
 from project.flower_auth import AUTH_FILE_NAME, FlowerChild, flower_child
 from project.launcher import (
     LauncherError,
@@ -177,8 +178,6 @@ class Command(BaseCommand):
         """Web (gunicorn), a worker for commands and services and one for actions, beat, and Flower."""
         python = sys.executable
         bindir = Path(python).parent
-        from project.celery import QUEUE_NAMES
-
         supervisor.start(
             "web",
             [

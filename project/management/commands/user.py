@@ -18,12 +18,11 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from rest_framework.authtoken.models import Token
 
 
 def api_token(user: Any) -> str:
     """The user's DRF token key, created on first ask (one token per user, as authtoken keeps it)."""
-    from rest_framework.authtoken.models import Token
-
     token, _ = Token.objects.get_or_create(user=user)
     return str(token.key)
 

@@ -7,46 +7,44 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import override_settings
 
-from tooling.benchmarks.keyed_queue import bench_allowed_tasks
+from tooling.benchmarks.actions import run_actions_bench
+from tooling.benchmarks.api_pages import run_api_pages_bench
+from tooling.benchmarks.batch import run_batch_bench
+from tooling.benchmarks.bundle import BenchmarkUnavailable, run_bundle_bench
+from tooling.benchmarks.keyed_queue import bench_allowed_tasks, run_keyed_queue_bench
+from tooling.benchmarks.materialize_plan import run_materialize_plan_bench
+from tooling.benchmarks.operation import run_operation_bench
+from tooling.benchmarks.runtime import run_materialize_bench, run_trigger_latency_bench
+from tooling.benchmarks.workflow import run_workflow_bench
 
 
 def _keyed_queue(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.keyed_queue import run_keyed_queue_bench
-
     return run_keyed_queue_bench(
         options["commands"], options["keys"] or 50, options["workers"], log, samples=options["samples"]
     )
 
 
 def _operation(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.operation import run_operation_bench
-
     return run_operation_bench(options["jobs"] or 5000, options["keys"] or 100, options["workers"], log)
 
 
 def _materialize_plan(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.materialize_plan import run_materialize_plan_bench
-
     return run_materialize_plan_bench(options["actions"] or 100_000, log)
 
 
 def _materialize(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.runtime import run_materialize_bench
-
     return run_materialize_bench(options["actions"] or 100_000, log)
 
 
 def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.runtime import run_trigger_latency_bench
-
     return run_trigger_latency_bench(options["jobs"] or 500, options["minutes"], options["workers"], log)
 
 
 def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.bundle import BenchmarkUnavailable, run_bundle_bench
-
     try:
         return run_bundle_bench(options["coordinators"], options["workers"], log)
     except BenchmarkUnavailable as exc:
@@ -54,26 +52,18 @@ def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, An
 
 
 def _batch(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.batch import run_batch_bench
-
     return run_batch_bench(options["objects"], options["workers"], log)
 
 
 def _workflow(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.workflow import run_workflow_bench
-
     return run_workflow_bench(options["jobs"] or 200, options["width"], options["workers"], log)
 
 
 def _actions(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.actions import run_actions_bench
-
     return run_actions_bench(options["jobs"] or 100, options["actions"] or 100, options["workers"], log)
 
 
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    from tooling.benchmarks.api_pages import run_api_pages_bench
-
     return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"], log)
 
 
@@ -82,9 +72,6 @@ NO_DATABASE = frozenset({"materialize-plan"})  # pure computation; every other b
 
 def check_database() -> None:
     """CommandError unless the database answers and every migration is applied (one line, no traceback)."""
-    from django.db import DatabaseError, connection
-    from django.db.migrations.executor import MigrationExecutor
-
     try:
         executor = MigrationExecutor(connection)
         plan = executor.migration_plan(executor.loader.graph.leaf_nodes())

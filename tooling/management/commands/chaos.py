@@ -26,7 +26,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from project.launcher import free_port
 from tooling.chaos.hosts import Network, unavailable_reason
+from tooling.chaos.infra import ChaosSetupError, PostgresCluster, postgres_bin
+from tooling.chaos.scenario import DATABASE, Plan, child_environment, run_chaos
 
 SIZES = ("jobs", "actions", "keys", "per_key", "workers", "worker_concurrency", "lease", "seed", "idle_in_transaction")
 
@@ -77,8 +80,6 @@ class Command(BaseCommand):
             self._outer(options)
 
     def _plan(self, options: dict[str, Any]) -> Any:
-        from tooling.chaos.scenario import Plan
-
         overrides = {name: options[name] for name in SIZES if options.get(name) is not None}
         if options["hosts"]:
             if options["hosts"] != 2:
@@ -87,8 +88,6 @@ class Command(BaseCommand):
         return Plan.quick(**overrides) if options["quick"] else Plan(**overrides)
 
     def _outer(self, options: dict[str, Any]) -> None:
-        from tooling.chaos.infra import ChaosSetupError, postgres_bin
-
         try:
             bindir = postgres_bin()
             plan = self._plan(options)
@@ -114,10 +113,6 @@ class Command(BaseCommand):
                 self._log("worker hosts removed")
 
     def _run_outer(self, options: dict[str, Any], plan: Any, bindir: Path, network: Network | None) -> None:
-        from project.launcher import free_port
-        from tooling.chaos.infra import PostgresCluster
-        from tooling.chaos.scenario import DATABASE, child_environment
-
         workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
         workdir.chmod(0o755)  # PostgreSQL may run as another user (as root: postgres)
         pg_port, redis_port = free_port(), free_port()
@@ -192,8 +187,6 @@ class Command(BaseCommand):
         self.stdout.write("OK" if result["ok"] else f"MISSED: {', '.join(result['targets_missed'])}")
 
     def _inner(self, options: dict[str, Any]) -> None:
-        from tooling.chaos.scenario import run_chaos
-
         plan = self._plan(options)
         network = Network(tag=options["net_tag"], hosts=plan.hosts) if plan.hosts else None
         result = run_chaos(
