@@ -41,12 +41,11 @@ from coordinators.preparation import check_storable, prepare_coordinator
 from kernel.application_sources import check_readable, read_application
 from kernel.permissions import check_modify
 from oozie.definitions import DefinitionError
+from oozie.properties import BUNDLE_APP_PATH, BUNDLE_EXTERNAL_ID
 from workflows.notifications import check_notification_properties
 from xcommands.base import XCommand
 from xcommands.queue import enqueue
 
-BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
-EXTERNAL_ID_PROPERTY = "oozie.bundle.external.id"
 MAX_EXTERNAL_ID = 255
 
 
@@ -70,7 +69,7 @@ def bundle_directory(app_path: str, *, trusted: bool = False) -> str:
     app_path = app_path.strip()
     if not app_path:
         return ""
-    check_readable(app_path, BUNDLE_PATH_PROPERTY, trusted=trusted)
+    check_readable(app_path, BUNDLE_APP_PATH, trusted=trusted)
     try:
         fs, path = fsspec.core.url_to_fs(app_path)
         directory = path.rstrip("/") if fs.isdir(path) else path.rsplit("/", 1)[0]
@@ -94,7 +93,7 @@ def prepare_bundle(
     resolved = resolve_bundle(parse_bundle(text, "bundle.xml"), properties)
     check_notification_properties(resolved.properties)  # each coordinator's checked too, below
     if any(is_relative(coordinator.app_path) for coordinator in resolved.coordinators):
-        directory = bundle_directory(app_path or properties.get(BUNDLE_PATH_PROPERTY, ""), trusted=trusted)
+        directory = bundle_directory(app_path or properties.get(BUNDLE_APP_PATH, ""), trusted=trusted)
         if directory:
             resolved = dataclasses.replace(resolved, coordinators=tuple(
                 dataclasses.replace(c, app_path=f"{directory}/{c.app_path}") if is_relative(c.app_path) else c
@@ -133,7 +132,7 @@ def submit_bundle(
     With an external id (`oozie.bundle.external.id`), the same owner submitting it again gets
     the bundle stored the first time back, not a second bundle.
     """
-    external_id = (external_id or properties.get(EXTERNAL_ID_PROPERTY, "")).strip()
+    external_id = (external_id or properties.get(BUNDLE_EXTERNAL_ID, "")).strip()
     if len(external_id) > MAX_EXTERNAL_ID:
         raise DefinitionError(f"the external id is longer than {MAX_EXTERNAL_ID} characters", source="configuration")
     if external_id:
@@ -181,11 +180,11 @@ def check_bundle_storable(fields: Mapping[str, Any]) -> None:
 
 def read_bundle(properties: Mapping[str, str], *, trusted: bool = False) -> tuple[str, str]:
     """The bundle XML named by oozie.bundle.application.path (a directory means its bundle.xml), and that path."""
-    app_path = properties.get(BUNDLE_PATH_PROPERTY, "").strip()
+    app_path = properties.get(BUNDLE_APP_PATH, "").strip()
     if not app_path:
-        raise DefinitionError(f"{BUNDLE_PATH_PROPERTY} is not set", source="configuration")
+        raise DefinitionError(f"{BUNDLE_APP_PATH} is not set", source="configuration")
     text, _ = read_application(
-        app_path, trusted=trusted, filename="bundle.xml", what="bundle application", prop=BUNDLE_PATH_PROPERTY
+        app_path, trusted=trusted, filename="bundle.xml", what="bundle application", prop=BUNDLE_APP_PATH
     )
     return text, app_path
 

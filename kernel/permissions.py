@@ -13,6 +13,8 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from oozie.properties import USER_NAME
+
 
 class JobPermissionDenied(PermissionError):  # noqa: N818 - reads as the condition
     """The caller may not act on this job (403 in the APIs, one line in the CLI)."""
@@ -107,7 +109,6 @@ def readable_jobs(queryset: QuerySet[Any], user: Any, prefix: str = "") -> Query
     return queryset.filter(allowed)
 
 
-USER_NAME = "user.name"
 
 
 def submitter_properties(properties: Mapping[str, str], caller: Any) -> dict[str, str]:

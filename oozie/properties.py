@@ -10,6 +10,25 @@ from collections.abc import Mapping
 
 from oozie.definitions import DefinitionError
 
+# The job properties Oozie gives a meaning to, each named once (its specifications' spelling).
+#: The application a submission runs: a coordinator, a bundle or a workflow.
+COORD_APP_PATH = "oozie.coord.application.path"
+BUNDLE_APP_PATH = "oozie.bundle.application.path"
+WF_APP_PATH = "oozie.wf.application.path"
+#: The bundle a coordinator job was submitted by (kept by an update), and a bundle's own id from outside.
+BUNDLE_ID = "oozie.bundle.id"
+BUNDLE_EXTERNAL_ID = "oozie.bundle.external.id"
+#: The submitting user (a Java system property in Oozie).
+USER_NAME = "user.name"
+#: Workflow rerun: the nodes not run again, or "from the failed nodes".
+WF_RERUN_SKIP_NODES = "oozie.wf.rerun.skip.nodes"
+WF_RERUN_FAIL_NODES = "oozie.wf.rerun.failnodes"
+#: Workflow debugging: suspend the job when it reaches one of these nodes.
+SUSPEND_ON_NODES = "oozie.suspend.on.nodes"
+#: Notification URLs: the job's status changes, and each action's.
+WF_NOTIFICATION_URL = "oozie.wf.workflow.notification.url"
+ACTION_NOTIFICATION_URL = "oozie.wf.action.notification.url"
+
 #: What Hadoop's Configuration substitutes in a property value: `${name}`, name without '}', '$' or blanks.
 _PROPERTY_REFERENCE = re.compile(r"\$\{([^}$\s]+)\}")
 #: Hadoop's MAX_SUBST: more rounds means a property refers to itself.
@@ -26,7 +45,7 @@ def expand_properties(properties: Mapping[str, str], *, user: str, source: str =
     `${user.name}` falls back to the submitting user (a Java system property in Oozie).
     A cycle (`a=${b}`, `b=${a}`) is refused after 20 rounds, as Hadoop refuses it.
     """
-    lookup = {"user.name": user, **properties}
+    lookup = {USER_NAME: user, **properties}
 
     def expand(name: str, value: str) -> str:
         for _ in range(MAX_SUBSTITUTIONS):

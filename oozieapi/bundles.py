@@ -38,11 +38,11 @@ from oozie.definitions import (
     UnsafeXMLError,
     UnsupportedNamespaceError,
 )
+from oozie.properties import BUNDLE_EXTERNAL_ID
 from oozieapi.errors import OozieError, application_error, bad_parameter, is_no_op
 from oozieapi.filters import bool_parameter, filter_jobs
 from oozieapi.formats import action_json, bundle_json, json_response
 
-BUNDLE_PATH_PROPERTY = services.BUNDLE_PATH_PROPERTY
 RERUN_ACTIONS = ("rerun", "bundle-rerun", "coord-rerun")  # Oozie routes every rerun of a -B id to the bundle's
 BUNDLE_STATUSES = tuple(BundleStatus.values)
 
@@ -104,7 +104,7 @@ def submit(properties: Mapping[str, str], caller: Any, action: str) -> HttpRespo
     Without action=start the bundle stays PREP until `start` or its kick-off time. A submission
     carrying an `oozie.bundle.external.id` already used by the caller answers that bundle's id.
     """
-    external_id = properties.get(services.EXTERNAL_ID_PROPERTY, "").strip()
+    external_id = properties.get(BUNDLE_EXTERNAL_ID, "").strip()
     if external_id and action != "dryrun":  # a retry: the bundle stored the first time, even if its files changed since
         stored = BundleJob.objects.filter(owner_id=caller.pk, external_id=external_id).values_list("pk", flat=True).first()
         if stored is not None:

@@ -14,9 +14,9 @@ from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline.datetimes import available_timezone_ids, resolve_timezone
 from oozie.definitions import DefinitionError, serialize_hadoop_configuration
+from oozie.properties import COORD_APP_PATH
 from oozieapi.errors import bad_parameter
 
-APP_PATH_PROPERTY = "oozie.coord.application.path"
 # What Oozie's externalStatus says about the launched work, from the action's status.
 EXTERNAL_STATUS = {"SUBMITTED": "PREP", "RUNNING": "RUNNING", "SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
 
@@ -103,7 +103,7 @@ def job_json(
     acl = job.acl or None
     frequency, time_unit = oozie_frequency(job.frequency, job.time_unit)
     return {
-        "coordJobPath": job.configuration.get(APP_PATH_PROPERTY) or job.app_path or None,
+        "coordJobPath": job.configuration.get(COORD_APP_PATH) or job.app_path or None,
         "coordJobName": job.app_name,
         "coordJobId": job.id,
         "coordExternalId": None,

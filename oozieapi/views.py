@@ -31,6 +31,7 @@ from coordinators.dryrun import as_text
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.permissions import check_read, readable_jobs, submitter_properties
 from oozie.definitions import parse_hadoop_configuration
+from oozie.properties import BUNDLE_APP_PATH, COORD_APP_PATH, WF_APP_PATH
 from oozieapi import bulk, bundles
 from oozieapi import workflows as oozie_workflows
 from oozieapi.admin import RESOURCES as ADMIN_RESOURCES
@@ -46,7 +47,6 @@ from oozieapi.filters import (
     int_parameter,
 )
 from oozieapi.formats import (
-    APP_PATH_PROPERTY,
     action_json,
     available_timezones_json,
     display_timezone,
@@ -59,8 +59,7 @@ from oozieapi.masking import masked, masker_of
 
 PROTOCOL_VERSIONS = [1, 2]
 MAX_OFFSET = 2**31 - 1
-WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
-APP_PATHS = (WORKFLOW_PATH_PROPERTY, APP_PATH_PROPERTY, bundles.BUNDLE_PATH_PROPERTY)  # exactly one names the job type
+APP_PATHS = (WF_APP_PATH, COORD_APP_PATH, BUNDLE_APP_PATH)  # exactly one names the job type
 OTHER_APPLICATIONS = ("oozie.jobs.api.generated.xml",)
 _JOB_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}(@[0-9]{1,9})?$")
 XML_TYPES = ("application/xml", "text/xml")
@@ -178,14 +177,14 @@ class JobsView(OozieView):
         properties = parse_hadoop_configuration(request.body, "job configuration")
         if sum(name in properties for name in APP_PATHS) > 1:
             raise OozieError(400, "E0302", "Multiple app paths specified, only one is allowed")
-        if properties.get(WORKFLOW_PATH_PROPERTY, "").strip():  # a workflow application (oozieapi.workflows)
+        if properties.get(WF_APP_PATH, "").strip():  # a workflow application (oozieapi.workflows)
             return oozie_workflows.submit(self.caller, submitter_properties(properties, self.caller), action)
         other = [name for name in OTHER_APPLICATIONS if name in properties]
         if other:
             raise OozieError(400, "E1008", f"{other[0]}: this service runs workflow, coordinator and bundle jobs only")
-        if properties.get(bundles.BUNDLE_PATH_PROPERTY):
+        if properties.get(BUNDLE_APP_PATH):
             return bundles.submit(submitter_properties(properties, self.caller), self.caller, action)
-        if not properties.get(APP_PATH_PROPERTY):
+        if not properties.get(COORD_APP_PATH):
             raise OozieError(400, "E0405")
         properties = submitter_properties(properties, self.caller)
         if action == "dryrun":

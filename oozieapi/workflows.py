@@ -37,6 +37,7 @@ from oozie.definitions import (
     parse_hadoop_configuration,
 )
 from oozie.definitions.xmlsafe import local_name, parse_xml
+from oozie.properties import USER_NAME, WF_APP_PATH, WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
 from oozieapi.errors import OozieError, application_error, bad_parameter, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822
@@ -58,7 +59,6 @@ from xcommands.models import Command
 
 _WORKFLOW_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}-W(@[A-Za-z0-9_.:-]{1,100})?$")
 WORKFLOW_STATUSES = tuple(WorkflowStatus.values)
-WF_PATH_PROPERTY = "oozie.wf.application.path"
 WORKFLOW_NS = "uri:oozie:workflow:1.0"
 NODE_NS = {"celery-task": "uri:oozie-py:celery-task:0.1", "batch": "uri:oozie-py:batch:0.1"}
 MAX_SCOPE_DIGITS = 9
@@ -72,8 +72,6 @@ EXTERNAL_STATUS: dict[str, str] = {
 TRANSITION: dict[str, str] = {NodeStatus.OK: "end", NodeStatus.ERROR: "fail", NodeStatus.FAILED: "fail"}
 USER_RETRY_INTERVAL = 10  # Oozie's default (minutes); nodes here have no user retries
 NOT_SERVED_VERBS = ("rerun", "coord-rerun", "change", "update")
-RERUN_SKIP_NODES = "oozie.wf.rerun.skip.nodes"
-RERUN_FAIL_NODES = "oozie.wf.rerun.failnodes"
 GRAPH_FORMATS = {"svg": "image/svg+xml", "dot": "text/plain;charset=UTF-8"}
 
 
@@ -99,9 +97,9 @@ def _load(caller: Any, workflow_id: str) -> tuple[WorkflowJob, OwnedJob]:
 def _conf(workflow: WorkflowJob) -> str | None:
     """The run's configuration as Hadoop XML, with the properties an Oozie workflow's conf always has."""
     values: dict[str, Any] = dict(workflow.configuration)
-    values.setdefault(WF_PATH_PROPERTY, workflow.app_path)
+    values.setdefault(WF_APP_PATH, workflow.app_path)
     if workflow.owner is not None:
-        values.setdefault("user.name", workflow.owner.get_username())
+        values.setdefault(USER_NAME, workflow.owner.get_username())
     return configuration_xml(values)
 
 
@@ -514,11 +512,11 @@ def _rerun(caller: Any, workflow: WorkflowJob, body: bytes, content_type: str) -
         if content_type.split(";")[0].strip().lower() not in ("application/xml", "text/xml"):
             raise OozieError(400, "E0300", content_type or "(none)")
         properties = dict(parse_hadoop_configuration(body, "rerun configuration"))
-    fail_nodes = properties.get(RERUN_FAIL_NODES, "").strip().lower()
+    fail_nodes = properties.get(WF_RERUN_FAIL_NODES, "").strip().lower()
     if fail_nodes not in ("", "true", "false"):
-        raise bad_parameter(RERUN_FAIL_NODES, fail_nodes)
-    if fail_nodes == "true" and RERUN_SKIP_NODES in properties:
-        raise OozieError(400, "E0404", f"{RERUN_SKIP_NODES} OR {RERUN_FAIL_NODES}")
+        raise bad_parameter(WF_RERUN_FAIL_NODES, fail_nodes)
+    if fail_nodes == "true" and WF_RERUN_SKIP_NODES in properties:
+        raise OozieError(400, "E0404", f"{WF_RERUN_SKIP_NODES} OR {WF_RERUN_FAIL_NODES}")
 
     def may_modify(run: WorkflowJob) -> None:
         check_modify(caller, guard(run))

@@ -12,7 +12,7 @@ from rest_framework.reverse import reverse
 
 from bundles.choices import BundleStatus
 from bundles.models import BundleAction, BundleJob
-from bundles.services import BUNDLE_PATH_PROPERTY, MAX_EXTERNAL_ID
+from bundles.services import MAX_EXTERNAL_ID
 from coordinators.api.serializers import (
     MAX_DEFINITION_CHARS,
     CoordinatorActionSerializer,
@@ -21,6 +21,7 @@ from coordinators.api.serializers import (
 )
 from coordinators.models import CoordinatorAction
 from kernel.secrets import masker, may_see_secrets
+from oozie.properties import BUNDLE_APP_PATH
 
 BUNDLE_STATUSES = tuple(BundleStatus.values)
 
@@ -130,7 +131,7 @@ class BundleJobDetailSerializer(BundleJobSerializer):
 class BundleSubmissionSerializer(SubmissionSerializer):
     """A bundle submission: the bundle XML inline or an application path; properties; start; an external id."""
 
-    app_path_property = BUNDLE_PATH_PROPERTY
+    app_path_property = BUNDLE_APP_PATH
     application = "bundle"
 
     definition = serializers.CharField(

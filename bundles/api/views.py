@@ -34,6 +34,7 @@ from coordinators.api.serializers import CoordinatorActionSerializer
 from coordinators.choices import IllegalTransition
 from kernel.api import ERROR_BODY, DomainViewSet, accepted
 from kernel.permissions import readable_jobs, submitter_properties
+from oozie.properties import BUNDLE_APP_PATH, BUNDLE_EXTERNAL_ID
 from operations.api.bulk import bulk_schema, start_from_request
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
@@ -97,12 +98,12 @@ class BundleJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, DomainV
         """Validate and store a bundle (and start it unless start=false); nothing is stored on refusal."""
         data = _valid(BundleSubmissionSerializer, request)
         properties = submitter_properties(data["merged_properties"], request.user)
-        external_id = (data.get("external_id") or properties.get(services.EXTERNAL_ID_PROPERTY, "")).strip()
+        external_id = (data.get("external_id") or properties.get(BUNDLE_EXTERNAL_ID, "")).strip()
         stored = BundleJob.objects.filter(owner_id=request.user.pk, external_id=external_id).first() if external_id else None
         answer: int = status.HTTP_200_OK  # the same submission again (a retry): the bundle stored the first time
         if stored is None:
             if "definition" in data:
-                definition, app_path = data["definition"], properties.get(services.BUNDLE_PATH_PROPERTY, "").strip()
+                definition, app_path = data["definition"], properties.get(BUNDLE_APP_PATH, "").strip()
             else:
                 definition, app_path = services.read_bundle(properties)
             stored = services.submit_bundle(

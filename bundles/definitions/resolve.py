@@ -28,9 +28,8 @@ from oozie.el import (
     evaluate_to_string,
     unresolved_variables,
 )
+from oozie.properties import BUNDLE_ID, COORD_APP_PATH, USER_NAME
 
-COORD_APP_PATH = "oozie.coord.application.path"
-BUNDLE_ID = "oozie.bundle.id"
 MAX_NAME_LENGTH = 255
 TRUE = "true"
 
@@ -109,7 +108,7 @@ def run_configuration(
 ) -> dict[str, str]:
     """What the coordinator is submitted with: bundle properties < its own configuration < app path, bundle id, user."""
     configuration = {**bundle.properties, **coordinator.configuration, COORD_APP_PATH: coordinator.app_path}
-    configuration["user.name"] = user
+    configuration[USER_NAME] = user
     if bundle_id:
         configuration[BUNDLE_ID] = bundle_id
     return configuration

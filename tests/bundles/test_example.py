@@ -13,6 +13,7 @@ from django.utils import timezone
 from bundles import services
 from bundles.models import BundleJob
 from oozie.definitions import DefinitionError, parse_properties
+from oozie.properties import BUNDLE_APP_PATH
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.support.processes import ROOT
 
@@ -22,7 +23,7 @@ PIPELINE = ROOT / "examples" / "pipeline"
 def example_properties() -> dict[str, str]:
     """bundle.properties as the CLI reads it: its relative bundle path taken from the properties file's directory."""
     properties = parse_properties((PIPELINE / "bundle.properties").read_text())
-    properties[services.BUNDLE_PATH_PROPERTY] = str(PIPELINE / properties[services.BUNDLE_PATH_PROPERTY])
+    properties[BUNDLE_APP_PATH] = str(PIPELINE / properties[BUNDLE_APP_PATH])
     return properties
 
 

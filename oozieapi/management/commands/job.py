@@ -47,6 +47,7 @@ from kernel.cli import acting_user, add_user_option, one_line
 from kernel.permissions import JobPermissionDenied, check_modify, check_read
 from kernel.secrets import Masker, masker_for
 from oozie.definitions import DefinitionError, load_configuration
+from oozie.properties import BUNDLE_APP_PATH, USER_NAME, WF_APP_PATH, WF_RERUN_FAIL_NODES
 from oozieapi.errors import OozieError
 from oozieapi.ids import is_bundle_id as is_bundle
 from oozieapi.ids import is_workflow_id as is_workflow
@@ -62,8 +63,6 @@ from workflows.services import (
 )
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
-BUNDLE_PATH_PROPERTY = "oozie.bundle.application.path"
-WORKFLOW_PATH_PROPERTY = "oozie.wf.application.path"
 
 
 class Command(BaseCommand):
@@ -160,13 +159,13 @@ class Command(BaseCommand):
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
-        named = [p for p in (APP_PATH_PROPERTY, BUNDLE_PATH_PROPERTY, WORKFLOW_PATH_PROPERTY) if p in properties]
+        named = [p for p in (APP_PATH_PROPERTY, BUNDLE_APP_PATH, WF_APP_PATH) if p in properties]
         if len(named) > 1:
             raise CommandError(f"{config}: set only one of {', '.join(named)}, not both")
-        if WORKFLOW_PATH_PROPERTY in properties:
+        if WF_APP_PATH in properties:
             self._submit_workflow(verb, config, properties, options)
             return
-        if BUNDLE_PATH_PROPERTY in properties:
+        if BUNDLE_APP_PATH in properties:
             self._submit_bundle(verb, config, properties, options)
             return
         if verb == "dryrun":
@@ -174,7 +173,7 @@ class Command(BaseCommand):
             self.stdout.write(dumps(result) if options["format"] == "json" else as_text(result))
             return
         if APP_PATH_PROPERTY not in properties:
-            raise CommandError(f"{config}: {APP_PATH_PROPERTY} (or {BUNDLE_PATH_PROPERTY}) is not set")
+            raise CommandError(f"{config}: {APP_PATH_PROPERTY} (or {BUNDLE_APP_PATH}) is not set")
         # Stored absolute (the job's coordJobPath and app path): a relative application path is
         # relative to the properties file, itself relative to the current directory. The APIs
         # keep their own rules (COORD_APPLICATION_ROOTS); this only concerns the CLI.
@@ -195,9 +194,9 @@ class Command(BaseCommand):
 
     def _submit_bundle(self, verb: str, config: Path, properties: dict[str, str], options: dict[str, Any]) -> None:
         """Submit, run or dry-run the bundle named by oozie.bundle.application.path (relative: to the properties file)."""
-        path = properties[BUNDLE_PATH_PROPERTY].strip()
+        path = properties[BUNDLE_APP_PATH].strip()
         if path and "://" not in path and not Path(path).is_absolute():
-            properties[BUNDLE_PATH_PROPERTY] = str((config.parent / path).resolve())
+            properties[BUNDLE_APP_PATH] = str((config.parent / path).resolve())
         if verb == "dryrun":
             owner = self._dryrun_user(options)
             result = dryrun_bundle(None, properties, owner=owner, now=timezone.now(), max_actions=options["len"] or 10,
@@ -211,9 +210,9 @@ class Command(BaseCommand):
 
     def _submit_workflow(self, verb: str, config: Path, properties: dict[str, str], options: dict[str, Any]) -> None:
         """Submit, run or dry-run the workflow application named by oozie.wf.application.path (relative: to the file)."""
-        path = properties[WORKFLOW_PATH_PROPERTY].strip()
+        path = properties[WF_APP_PATH].strip()
         if path and "://" not in path and not Path(path).is_absolute():
-            properties[WORKFLOW_PATH_PROPERTY] = str((config.resolve().parent / path).resolve())
+            properties[WF_APP_PATH] = str((config.resolve().parent / path).resolve())
         if verb == "dryrun":
             prepared = prepare_submission(properties, trusted=True)
             definition = prepared.definition
@@ -231,7 +230,7 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(lines))
             return
         owner = self._user(options)
-        properties.setdefault("user.name", owner.get_username())
+        properties.setdefault(USER_NAME, owner.get_username())
         workflow = submit_workflow(properties, owner=owner, trusted=True, start=(verb == "run"))
         self.stdout.write(f"job: {workflow.id}")
 
@@ -260,7 +259,7 @@ class Command(BaseCommand):
                     except OSError as exc:
                         raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
                 if options["failed"]:
-                    properties["oozie.wf.rerun.failnodes"] = "true"
+                    properties[WF_RERUN_FAIL_NODES] = "true"
                 request_rerun(job_id, properties, check=may_modify)
                 self.stdout.write(f"rerun: {job_id} queued")
                 return
