@@ -29,6 +29,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from batches import services as batch_services
+from batches import signals as batch_signals
+from batches.choices import BATCH_OUTCOMES, BatchStatus
+from batches.models import Batch
+from batches.services import SubmissionRefused
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.secrets import mask_text
 from workflows import parents
@@ -211,16 +216,13 @@ class CoordBatchSubmitXCommand(XCommand):
 
     def execute(self) -> dict[str, Any]:
         """Submit the batch; record it on the node and mark the action RUNNING; end now if it already ended."""
-        from batches.models import Batch
-        from batches.services import SubmissionRefused, submit_batch
-
         if self.node is None:  # checked by verify_precondition; narrows the type
             raise PreconditionFailed(f"workflow {self.workflow_id} has no batch node")
         workflow, now = self.node.workflow, timezone.now()
         action = CoordinatorAction.objects.select_related("job__owner").get(pk=self.action_id)
         job = action.job
         try:
-            batch, created = submit_batch(
+            batch, created = batch_services.submit_batch(
                 owner=job.owner, profile=profile_of(workflow.app_path), acl=job.acl,
                 external_id=external_id_of(self.action_id, self.run_number), **submission(workflow.configuration),
             )
@@ -238,8 +240,6 @@ class CoordBatchSubmitXCommand(XCommand):
         node.worker = worker_of(batch.pk)
         node.save(update_fields=["worker"])
         parents.started(workflow, node)
-        from batches.choices import BATCH_OUTCOMES
-
         if batch.status in BATCH_OUTCOMES:  # a repeated submission found the run's batch already ended
             _finish(node, outcome_of(batch), now)
         return {"batch": batch.pk, "created": created, "status": batch.status}
@@ -257,8 +257,6 @@ class CoordBatchSubmitXCommand(XCommand):
 
 def outcome_of(batch: Any) -> Outcome:
     """How a finished batch ends its node: completed OK, failed ERROR (its summary), deleted KILLED."""
-    from batches.choices import BatchStatus
-
     if batch.status == BatchStatus.COMPLETED:
         return Outcome(NodeStatus.OK)
     if batch.status == BatchStatus.DELETED:
@@ -303,6 +301,4 @@ def batch_finished(sender: Any, batch: Any, **kwargs: Any) -> None:
 
 def register() -> None:
     """Hear the ends of batches (called when the app is ready)."""
-    from batches.signals import batch_finished as signal
-
-    signal.connect(batch_finished, dispatch_uid="coordinators.batch_launch")
+    batch_signals.batch_finished.connect(batch_finished, dispatch_uid="coordinators.batch_launch")

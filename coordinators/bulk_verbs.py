@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
+from coordinators.commands.control import check_verb
+from coordinators.models import CoordinatorJob
+from kernel.permissions import check_modify
 from xcommands.base import XCommand
 
 
@@ -13,11 +17,6 @@ def act(job_id: str, verb: str, user: Any) -> None:
 
     Raises JobPermissionDenied, IllegalTransition or DoesNotExist to refuse, as the single verbs do.
     """
-    from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
-    from coordinators.commands.control import check_verb
-    from coordinators.models import CoordinatorJob
-    from kernel.permissions import check_modify
-
     job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
     check_modify(user, job)
     check_verb(job, verb)

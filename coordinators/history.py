@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
+
 
 @dataclass
 class Actor:
@@ -35,9 +38,6 @@ def current_actor() -> str:
     if actor.resolved is None:
         actor.resolved = actor.name
         if actor.key:
-            from xcommands.choices import CommandStatus
-            from xcommands.models import Command
-
             # Commands of one key run one at a time: the running one of this name is this command.
             user = (
                 Command.objects.filter(key=actor.key, name=actor.name, status=CommandStatus.RUNNING)

@@ -21,6 +21,8 @@ from coordinators.choices import (
     JobStatus,
     check_transition,
 )
+from coordinators.history import current_actor
+from coordinators.signals import coordinator_status_changed
 
 JOB_ID_SUFFIX = "C"
 
@@ -121,8 +123,6 @@ class CoordinatorJob(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Partial saves still move the modification time; a status change is announced in the same transaction."""
-        from coordinators.signals import coordinator_status_changed
-
         fields = kwargs.get("update_fields")
         if fields is not None:
             kwargs["update_fields"] = sorted(set(fields) | {"last_modified"})
@@ -322,7 +322,6 @@ def record_changes(kind: str, object_id: str, job_id: str, changes: list[tuple[s
     """Store (from, to, at, reason) changes of one job or action, by whoever acts now (see coordinators.history)."""
     if not changes:
         return
-    from coordinators.history import current_actor
 
     by = current_actor()
     StatusChange.objects.bulk_create([

@@ -11,23 +11,52 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from coordinators.choices import IllegalTransition, JobStatus
+from coordinators.commands import (
+    CoordKillXCommand,
+    CoordResumeXCommand,
+    CoordStartXCommand,
+    CoordSuspendXCommand,
+)
+from coordinators.commands.actions import wake_waiting_actions
+from coordinators.commands.change import CoordChangeXCommand, check_change, parse_change_value
+from coordinators.commands.control import check_verb
+from coordinators.commands.ignore import (
+    CoordActionsIgnoreXCommand,
+    CoordIgnoreXCommand,
+    check_job_ignorable,
+    select_ignorable,
+)
+from coordinators.commands.rerun import CoordRerunXCommand, check_rerun_job, select_actions
+from coordinators.commands.update import (
+    CoordUpdateXCommand,
+    application_source,
+    check_unchanged,
+    check_updatable,
+    check_waiting_inputs,
+    fingerprint,
+    update_configuration,
+    update_diff,
+)
 from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
-from coordinators.plan import resolve_coordinator
+from coordinators.plan import iter_action_plans, resolve_coordinator
 from coordinators.preparation import (
     PreparedCoordinator,
     load_resolved,
     prepare_coordinator,
 )
 from coordinators.sla.evaluate import validate_sla
+from datasets.availability import announce, normalize_uri
 from datasets.timeline import format_datetime
 from kernel.application_sources import (
     APP_PATH_PROPERTY,
     read_application,
     submission_loader,
 )
-from kernel.permissions import check_modify
+from kernel.permissions import JobPermissionDenied, check_modify, is_admin
 from oozie.definitions import DefinitionError, parse_coordinator
 from xcommands.base import XCommand
+from xcommands.queue import enqueue
 
 
 def store_coordinator(
@@ -39,9 +68,6 @@ def store_coordinator(
     **extra: Any,
 ) -> CoordinatorJob:
     """Store a prepared coordinator (PREP) in the caller's transaction; queue its start unless told not to."""
-    from coordinators.commands import CoordStartXCommand
-    from xcommands.queue import enqueue
-
     with transaction.atomic():
         job = CoordinatorJob.objects.create(id=job_id or next_job_id(), owner=owner, **prepared.fields, **extra)
         if start:
@@ -77,10 +103,6 @@ def describe(job: CoordinatorJob) -> str:
 
 def control(job_id: str, verb: str, *, actor: Any) -> CoordinatorJob:
     """Queue kill, suspend or resume for a caller allowed to; refused at once when the status does not allow it."""
-    from coordinators.commands import CoordKillXCommand, CoordResumeXCommand, CoordSuspendXCommand
-    from coordinators.commands.control import check_verb
-    from xcommands.queue import enqueue
-
     commands: dict[str, Callable[..., XCommand]] = {
         "kill": CoordKillXCommand, "suspend": CoordSuspendXCommand, "resume": CoordResumeXCommand,
     }
@@ -96,10 +118,6 @@ def control(job_id: str, verb: str, *, actor: Any) -> CoordinatorJob:
 
 def start_job(job_id: str, *, actor: Any) -> CoordinatorJob:
     """Queue the start of a job submitted without starting it (PREP), for a caller allowed to."""
-    from coordinators.choices import IllegalTransition, JobStatus
-    from coordinators.commands import CoordStartXCommand
-    from xcommands.queue import enqueue
-
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
         check_modify(actor, job)
@@ -117,9 +135,6 @@ def change_job(job_id: str, value: str, *, actor: Any) -> CoordinatorJob:
     `value` is Oozie's `endtime=2011-12-01T05:00Z;concurrency=100;pausetime=` form. Raises
     ChangeRefused (bad value), IllegalTransition, JobPermissionDenied or DoesNotExist.
     """
-    from coordinators.commands.change import CoordChangeXCommand, check_change, parse_change_value
-    from xcommands.queue import enqueue
-
     options = parse_change_value(value)
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
@@ -144,9 +159,6 @@ def rerun_job(
     Returns the actions that will rerun (checked now, and again when the command runs).
     Raises RerunRefused, IllegalTransition, JobPermissionDenied or DoesNotExist.
     """
-    from coordinators.commands.rerun import CoordRerunXCommand, check_rerun_job, select_actions
-    from xcommands.queue import enqueue
-
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
         check_modify(actor, job)
@@ -183,8 +195,6 @@ def dryrun_submission(
 
     With no definition, it is read from oozie.coord.application.path.
     """
-    from coordinators.plan import iter_action_plans
-
     if definition is None:
         app_path = properties.get(APP_PATH_PROPERTY, "").strip()
         if not app_path:
@@ -209,10 +219,6 @@ def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:
     an announcement can start other people's jobs. Returns the URI, whether it was new and
     how many actions were woken.
     """
-    from coordinators.commands.actions import wake_waiting_actions
-    from datasets.availability import announce, normalize_uri
-    from kernel.permissions import JobPermissionDenied, is_admin
-
     if not (is_admin(actor) or actor.has_perm("datasets.add_availableinstance")):
         raise JobPermissionDenied(f"user {actor.get_username()!r} may not announce dataset instances")
     uri = normalize_uri(uri)
@@ -232,9 +238,6 @@ def ignore_actions(job_id: str, *, actor: Any, ignore_type: str, scope: str) -> 
     Raises IgnoreRefused (bad scope, nothing eligible, or an action in another state: then
     nothing is ignored), JobPermissionDenied or DoesNotExist.
     """
-    from coordinators.commands.ignore import CoordActionsIgnoreXCommand, select_ignorable
-    from xcommands.queue import enqueue
-
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
         check_modify(actor, job)
@@ -245,9 +248,6 @@ def ignore_actions(job_id: str, *, actor: Any, ignore_type: str, scope: str) -> 
 
 def ignore_job(job_id: str, *, actor: Any) -> CoordinatorJob:
     """Queue IGNORED for a FAILED or KILLED job with nothing in flight (IgnoreRefused otherwise): its bundle stops counting it."""
-    from coordinators.commands.ignore import CoordIgnoreXCommand, check_job_ignorable
-    from xcommands.queue import enqueue
-
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
         check_modify(actor, job)
@@ -280,18 +280,6 @@ def update_job(
     a change of name, frequency, start, end or time zone), DefinitionError (the definition or
     configuration does not validate), JobPermissionDenied or DoesNotExist; nothing changes then.
     """
-    from coordinators.commands.update import (
-        CoordUpdateXCommand,
-        application_source,
-        check_unchanged,
-        check_updatable,
-        check_waiting_inputs,
-        fingerprint,
-        update_configuration,
-        update_diff,
-    )
-    from xcommands.queue import enqueue
-
     with transaction.atomic():
         job = CoordinatorJob.objects.select_for_update().select_related("owner").get(pk=job_id)
         check_modify(actor, job)

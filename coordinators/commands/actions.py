@@ -8,7 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from coordinators.choices import (
@@ -31,9 +32,11 @@ from coordinators.plan import (
     ResolvedCoordinator,
     describe_waiting,
     logic_outcome,
+    resolve_at_start,
     resolve_when_ready,
 )
-from datasets.availability import is_available, still_missing
+from coordinators.preparation import load_resolved
+from datasets.availability import announce, is_available, normalize_uri, still_missing
 from datasets.timeline import count_before, nominal_time
 from oozie.definitions import DefinitionError
 from xcommands.errors import PreconditionFailed
@@ -72,7 +75,6 @@ def skip_before(job: CoordinatorJob, now: datetime) -> datetime | None:
         return now - none_tolerance()
     if job.execution != "LAST_ONLY" or now < job.start_time:
         return None
-    from coordinators.preparation import load_resolved
 
     resolved = load_resolved(job)
     due = count_before(resolved.start, min(now + timedelta(microseconds=1), job.end_time), resolved.frequency, resolved.tz)
@@ -210,8 +212,6 @@ class CoordActionInputCheckXCommand(JobCommand):
 
     def _resolved_job(self) -> ResolvedCoordinator:
         """The job's resolved definition, loaded once per command."""
-        from coordinators.preparation import load_resolved
-
         if not hasattr(self, "_resolved"):
             self._resolved = load_resolved(self.job)
         return self._resolved
@@ -237,8 +237,6 @@ class CoordActionInputCheckXCommand(JobCommand):
 
     def _resolve_at_start(self, action: CoordinatorAction, now: datetime) -> bool:
         """Phase 3: coord:latest/coord:future against storage; False when the action failed (bad arguments)."""
-        from coordinators.plan import resolve_at_start
-
         resolved = self._resolved_job()
         configuration = {k: str(v) for k, v in action.run_conf.items() if k != "app_path"}
         plan = ActionPlan(
@@ -450,8 +448,6 @@ def announce_outputs(action: CoordinatorAction, now: datetime) -> int:
     The action's success is the producer's word that it wrote them (ADR 0018), so every
     consumer waiting for one is checked at once instead of at its next backoff.
     """
-    from datasets.availability import announce
-
     uris = sorted({uri for uris in action.data_out.values() for uri in uris if uri and not str(uri).startswith("${")})
     for uri in uris:
         announce(uri, now, source="output")
@@ -465,11 +461,6 @@ def wake_waiting_actions(uris: Iterable[str], now: datetime) -> int:
     exact comparison decides. Actions already marked pending are woken too: their check may be
     running now, on a snapshot taken before this announcement commits.
     """
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    from datasets.availability import normalize_uri
-
     wanted = {normalize_uri(uri) for uri in uris}
     if not wanted:
         return 0

@@ -20,7 +20,13 @@ from coordinators.choices import (
     IllegalTransition,
     JobStatus,
 )
+from coordinators.commands.actions import CoordActionReadyXCommand, CoordJobStatusXCommand
 from coordinators.commands.base import JobCommand
+from coordinators.commands.lifecycle import (
+    CoordMaterializeXCommand,
+    CoordStartXCommand,
+    recompute_progress,
+)
 from coordinators.models import CoordinatorJob
 from datasets.timeline import TimelineError, format_datetime, parse_datetime
 from xcommands.errors import PreconditionFailed
@@ -141,9 +147,6 @@ class CoordChangeXCommand(JobCommand):
 
     def execute(self) -> dict[str, Any]:
         """Store the new values and bring materialization and status in line."""
-        from coordinators.commands.actions import CoordActionReadyXCommand, CoordJobStatusXCommand
-        from coordinators.commands.lifecycle import CoordMaterializeXCommand, recompute_progress
-
         job, values = self.job, self.values
         fields = ["pending"]
         job.pending = False
@@ -194,9 +197,6 @@ class CoordPauseXCommand(JobCommand):
 
     def execute(self) -> dict[str, str]:
         """Pause or unpause; after unpausing, materialize what the pause held back."""
-        from coordinators.commands.actions import CoordActionReadyXCommand
-        from coordinators.commands.lifecycle import CoordMaterializeXCommand, CoordStartXCommand
-
         job = self.job
         if job.status in PAUSE_TARGET:
             job.transition_to(PAUSE_TARGET[JobStatus(job.status)])

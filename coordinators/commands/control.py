@@ -14,7 +14,9 @@ from coordinators.choices import (
     IllegalTransition,
     JobStatus,
 )
+from coordinators.commands.actions import CoordActionReadyXCommand
 from coordinators.commands.base import JobCommand
+from coordinators.commands.lifecycle import CoordMaterializeXCommand
 from coordinators.models import CoordinatorJob, StatusChange, record_changes
 from workflows.states import kill_workflows
 from xcommands.errors import PreconditionFailed
@@ -95,9 +97,6 @@ class CoordResumeXCommand(JobCommand):
 
     def execute(self) -> dict[str, str]:
         """Move back and queue what the suspension held up."""
-        from coordinators.commands.actions import CoordActionReadyXCommand
-        from coordinators.commands.lifecycle import CoordMaterializeXCommand
-
         self.job.transition_to(RESUME_TARGET[JobStatus(self.job.status)])
         self.job.save(update_fields=["status"])
         # PREPSUSPENDED -> PREP: a job submitted without start waits for its start again.

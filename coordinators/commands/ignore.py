@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Q
+
 from coordinators.choices import (
     ACTION_IGNORABLE,
     JOB_IGNORABLE,
@@ -19,6 +21,7 @@ from coordinators.choices import (
     ActionStatus,
     JobStatus,
 )
+from coordinators.commands.actions import CoordJobStatusXCommand
 from coordinators.commands.base import JobCommand
 from coordinators.commands.rerun import MAX_RERUN_ACTIONS, RerunRefused, _dates, _numbers
 from coordinators.models import CoordinatorAction, CoordinatorJob
@@ -54,8 +57,6 @@ def select_ignorable(job: CoordinatorJob, ignore_type: str, scope: str) -> list[
             wanted = sorted({n for low, high in ranges for n in range(low, high + 1)})
             chosen = list(job.actions.filter(number__in=wanted).order_by("number"))
         else:
-            from django.db.models import Q
-
             condition = Q()
             for low, high in _dates(scope):
                 condition |= Q(nominal_time__gte=low, nominal_time__lte=high)
@@ -102,8 +103,6 @@ class CoordActionsIgnoreXCommand(JobCommand):
 
     def execute(self) -> dict[str, Any]:
         """IGNORED, not pending; when they ended stays as it was (ignoring is not an end)."""
-        from coordinators.commands.actions import CoordJobStatusXCommand
-
         for action in self.actions:
             ended = action.ended_at
             action.transition_to(ActionStatus.IGNORED)

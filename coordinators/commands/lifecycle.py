@@ -11,9 +11,11 @@ from django.utils import timezone
 
 from coordinators.bulk import ActionWriter, gc_paused
 from coordinators.choices import JOB_MATERIALIZING, ActionStatus, JobStatus
+from coordinators.commands.actions import CoordJobStatusXCommand
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange, record_changes
 from coordinators.plan import ActionPlanner, ResolvedCoordinator
+from coordinators.preparation import load_resolved
 from coordinators.sla.evaluate import plan_sla
 from coordinators.sla.service import register_actions
 from datasets.timeline import count_before, iter_nominal_times, nominal_time
@@ -40,8 +42,6 @@ def recompute_progress(
     last_action_number is taken from the actions that exist, so revoked look-ahead actions
     (change of end or pause time) are created again if the window later allows them.
     """
-    from coordinators.preparation import load_resolved
-
     resolved = resolved or load_resolved(job)
     if last_number is None:
         last_number = job.actions.aggregate(last=Max("number"))["last"] or 0
@@ -112,8 +112,6 @@ class CoordMaterializeXCommand(JobCommand):
 
     def execute(self) -> dict[str, int]:
         """Create up to a chunk of actions, bounded by throttle and the lookahead."""
-        from coordinators.preparation import load_resolved
-
         job = self.job
         resolved = load_resolved(job)
         now = timezone.now()
@@ -193,7 +191,5 @@ class CoordMaterializeXCommand(JobCommand):
         if more_due:
             enqueue(CoordMaterializeXCommand(job_id=self.job_id))
         if failed:
-            from coordinators.commands.actions import CoordJobStatusXCommand
-
             enqueue(CoordJobStatusXCommand(job_id=self.job_id))  # RUNNINGWITHERROR, as for any failed action
         return {"created": made, "last_action_number": job.last_action_number}

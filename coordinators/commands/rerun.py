@@ -8,13 +8,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import fsspec
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from coordinators.choices import ACTION_RERUNNABLE, ActionStatus, IllegalTransition, JobStatus
+from coordinators.commands.actions import CoordActionInputCheckXCommand
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.plan import plan_action
+from coordinators.preparation import load_resolved
+from coordinators.sla.service import follow_rerun
+from datasets.models import AvailableInstance, uri_key
 from datasets.timeline import TimelineError, format_datetime, parse_datetime
+from oozie.definitions import DefinitionError
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -124,10 +131,6 @@ def check_rerun_job(job: CoordinatorJob) -> None:
 
 def clean_outputs(action: CoordinatorAction, keep: set[str]) -> list[str]:
     """Delete the action's output-event instances but those named in keep (nocleanup); the URIs removed."""
-    import fsspec
-
-    from datasets.models import AvailableInstance
-
     removed = []
     for name, uris in action.data_out.items():
         if name in keep:
@@ -165,10 +168,6 @@ class CoordRerunXCommand(JobCommand):
 
     def execute(self) -> dict[str, Any]:
         """Clean, reset, requeue; the job leaves SUSPENDED or its finished status."""
-        from coordinators.commands.actions import CoordActionInputCheckXCommand
-        from coordinators.preparation import load_resolved
-        from coordinators.sla.service import follow_rerun
-
         job, now = self.job, timezone.now()
         # An action that FAILED when it was created has no plan to run again: it is planned anew (issue 16).
         unplanned = {a.number for a in self.actions if "app_path" not in a.run_conf}
@@ -186,9 +185,6 @@ class CoordRerunXCommand(JobCommand):
             if not self.nocleanup:
                 removed += clean_outputs(action, keep)
             if (self.refresh or action.number in unplanned) and resolved is not None:
-                from coordinators.plan import plan_action
-                from oozie.definitions import DefinitionError
-
                 try:
                     plan = plan_action(resolved, action.number, now=now, nominal=action.nominal_time)
                 except DefinitionError as exc:
@@ -232,8 +228,6 @@ class CoordRerunXCommand(JobCommand):
     @staticmethod
     def _forget_availability(deps: list[list[str]]) -> None:
         """-refresh: every dependency is checked on storage again, not taken from stored answers."""
-        from datasets.models import AvailableInstance, uri_key
-
         keys = [uri_key(uri, flag) for uri, flag in deps if not uri.startswith("${")]
         if keys:
             AvailableInstance.objects.filter(key__in=keys).delete()

@@ -21,8 +21,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from xml.sax.saxutils import escape
 
-from coordinators.choices import JOB_TERMINAL, JobStatus
+from coordinators.choices import JOB_TERMINAL, ActionStatus, JobStatus
+from coordinators.commands.actions import CoordActionReadyXCommand
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
@@ -144,7 +146,6 @@ def check_waiting_inputs(job: CoordinatorJob, old: Any, new: Any) -> None:
     """
     if _inputs(old) == _inputs(new):
         return
-    from coordinators.choices import ActionStatus
 
     waiting = job.actions.filter(status=ActionStatus.WAITING).values_list("number", "missing_dependencies")
     pending = [number for number, deps in waiting if any(str(dep[0]).startswith("${") for dep in deps)]
@@ -157,8 +158,6 @@ def check_waiting_inputs(job: CoordinatorJob, old: Any, new: Any) -> None:
 
 def configuration_xml(configuration: Mapping[str, str]) -> str:
     """A configuration as Oozie prints one in an update's diff: Hadoop XML, one property per block, sorted by name."""
-    from xml.sax.saxutils import escape
-
     lines = ["<configuration>"]
     for name in sorted(configuration):
         lines += [
@@ -220,8 +219,6 @@ class CoordUpdateXCommand(JobCommand):
 
     def execute(self) -> dict[str, Any]:
         """Store the new values; a running job applies a higher concurrency at once."""
-        from coordinators.commands.actions import CoordActionReadyXCommand
-
         job = self.job
         raised = self.values.get("concurrency", job.concurrency) != job.concurrency
         for name, value in self.values.items():

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from coordinators.sla.models import NotifyStatus, SLAEvent
 from kernel.locking import skip_locked
+from kernel.mail import email_configured
 
 log = logging.getLogger("coordinators.sla")
 
@@ -58,7 +59,6 @@ _said_not_configured = False
 def email_ready() -> bool:
     """Whether SLA e-mails can go out (a mail server is configured); the first "no" of a process is logged."""
     global _said_not_configured
-    from kernel.mail import email_configured
 
     if email_configured():
         return True
