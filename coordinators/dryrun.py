@@ -13,9 +13,8 @@ from coordinators.plan import iter_action_plans, resolve_coordinator
 from datasets.timeline import DEFAULT_MAX_INSTANCES, TimelineError
 from oozie.definitions import DefinitionError, Loader, load_configuration, parse_coordinator
 from oozie.el import ELError
-from oozie.properties import expand_properties
+from oozie.properties import COORD_APP_PATH, USER_NAME, expand_properties
 
-APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576
 
 
@@ -33,7 +32,7 @@ def locate_application(properties_file: Path, app_path: str) -> Path:
     if "://" in app_path:
         parts = urlsplit(app_path)
         if parts.scheme != "file":
-            raise DefinitionError(f"{APP_PATH_PROPERTY}={app_path!r}: dry-run reads local files (file://) only", source=str(properties_file))
+            raise DefinitionError(f"{COORD_APP_PATH}={app_path!r}: dry-run reads local files (file://) only", source=str(properties_file))
         path = Path(parts.path)
     else:
         path = Path(app_path)
@@ -60,14 +59,14 @@ def dryrun(
     try:
         properties = load_configuration(_read(config, "configuration"), str(config))
         # As Oozie reads it: `${nameNode}/apps/x` names the nameNode property (a Hadoop configuration).
-        app_path = expand_properties(properties, user=properties.get("user.name") or getpass.getuser()).get(APP_PATH_PROPERTY)
+        app_path = expand_properties(properties, user=properties.get(USER_NAME) or getpass.getuser()).get(COORD_APP_PATH)
         if not app_path:
-            raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source=str(config))
+            raise DefinitionError(f"{COORD_APP_PATH} is not set", source=str(config))
         xml_path = locate_application(config, app_path)
         app = parse_coordinator(
             _read(xml_path, "coordinator application"), str(xml_path), app_dir=str(xml_path.parent), loader=loader
         )
-        user = properties.get("user.name") or getpass.getuser()
+        user = properties.get(USER_NAME) or getpass.getuser()
         resolved = resolve_coordinator(
             app, properties, user=user, processing_timezone=processing_timezone, max_instances=max_instances
         )

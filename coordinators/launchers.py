@@ -17,6 +17,7 @@ from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.preparation import workflow_app_path
 from oozie.definitions import DefinitionError
+from oozie.properties import USER_NAME, WF_APP_PATH
 from workflows.choices import WorkflowStatus
 from workflows.definitions.loader import load_application
 from workflows.definitions.submission import prepare_workflow
@@ -84,9 +85,9 @@ def launch_application(job: CoordinatorJob, action: CoordinatorAction, now: date
     """
     app_path = workflow_app_path(str(action.run_conf.get("app_path", "")), job.app_path or None)
     configuration = {k: str(v) for k, v in action.run_conf.items() if k != "app_path"}
-    configuration["oozie.wf.application.path"] = app_path
+    configuration[WF_APP_PATH] = app_path
     if job.owner_id:
-        configuration.setdefault("user.name", job.owner.get_username())
+        configuration.setdefault(USER_NAME, job.owner.get_username())
     try:
         xml, defaults = load_application(app_path, trusted=True)  # its roots were checked at submission
         prepared = prepare_workflow(xml, configuration, app_path=app_path, config_default=defaults)

@@ -22,12 +22,12 @@ from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from coordinators.sla.evaluate import validate_sla
 from kernel import user_tasks
 from kernel.application_sources import (
-    APP_PATH_PROPERTY,
     snapshot_loader,
     submission_loader,
 )
 from oozie.definitions import DefinitionError, fsspec_loader, parse_coordinator
 from oozie.definitions.includes import Loader
+from oozie.properties import COORD_APP_PATH
 from workflows.actions.celery import check_definition_tasks
 from workflows.definitions.loader import load_application
 from workflows.definitions.parser import parse_workflow
@@ -39,7 +39,7 @@ TASK_SCHEME = "task:"  # the one-task shortcut: its task must be one users may r
 SUPPORTED_LAUNCHERS = {TASK_SCHEME: "<celery task name>", "batch:": "<batch profile>"}
 MAX_INTEGER = 2**31 - 1  # IntegerField columns are 32-bit on PostgreSQL
 # Job fields taken from the job properties, and what a refusal calls them.
-FROM_PROPERTIES = {"configuration": "property", "acl": "oozie.job.acl", "app_path": APP_PATH_PROPERTY}
+FROM_PROPERTIES = {"configuration": "property", "acl": "oozie.job.acl", "app_path": COORD_APP_PATH}
 # Job fields taken from the coordinator XML, and the element or attribute they come from.
 XML_ELEMENTS = {
     "app_name": "name", "frequency": "frequency", "timezone": "timezone", "timeout": "timeout",

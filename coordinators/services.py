@@ -49,12 +49,12 @@ from coordinators.sla.evaluate import validate_sla
 from datasets.availability import announce, normalize_uri
 from datasets.timeline import format_datetime
 from kernel.application_sources import (
-    APP_PATH_PROPERTY,
     read_application,
     submission_loader,
 )
 from kernel.permissions import JobPermissionDenied, check_modify, is_admin
 from oozie.definitions import DefinitionError, parse_coordinator
+from oozie.properties import COORD_APP_PATH
 from xcommands.base import XCommand
 from xcommands.queue import enqueue
 
@@ -175,9 +175,9 @@ def rerun_job(
 
 def submit_from_properties(properties: Mapping[str, str], *, owner: Any, start: bool = True) -> CoordinatorJob:
     """Submit the application named by oozie.coord.application.path with these properties."""
-    app_path = properties.get(APP_PATH_PROPERTY, "").strip()
+    app_path = properties.get(COORD_APP_PATH, "").strip()
     if not app_path:
-        raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source="configuration")
+        raise DefinitionError(f"{COORD_APP_PATH} is not set", source="configuration")
     text, app_dir = read_application(app_path)
     return submit_coordinator(text, properties, owner=owner, app_dir=app_dir, start=start)
 
@@ -196,9 +196,9 @@ def dryrun_submission(
     With no definition, it is read from oozie.coord.application.path.
     """
     if definition is None:
-        app_path = properties.get(APP_PATH_PROPERTY, "").strip()
+        app_path = properties.get(COORD_APP_PATH, "").strip()
         if not app_path:
-            raise DefinitionError(f"{APP_PATH_PROPERTY} is not set", source="configuration")
+            raise DefinitionError(f"{COORD_APP_PATH} is not set", source="configuration")
         definition, app_dir = read_application(app_path)
     text = definition.decode("utf-8") if isinstance(definition, bytes) else definition
     app = parse_coordinator(text, "coordinator.xml", app_dir=app_dir, loader=submission_loader()[0])

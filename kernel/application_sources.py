@@ -25,8 +25,8 @@ from oozie.definitions import (
     fsspec_loader,
 )
 from oozie.definitions.includes import Loader
+from oozie.properties import COORD_APP_PATH
 
-APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_FILE_BYTES = 1_048_576
 
 
@@ -100,7 +100,7 @@ def read_application(
     trusted: bool = False,
     filename: str = "coordinator.xml",
     what: str = "coordinator application",
-    prop: str = APP_PATH_PROPERTY,
+    prop: str = COORD_APP_PATH,
 ) -> tuple[str, str]:
     """The XML named by an application path property, and its directory (DefinitionError if refused).
 

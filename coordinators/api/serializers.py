@@ -14,9 +14,9 @@ from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from kernel.api import reader, siblings
 from kernel.secrets import masker, may_see_secrets
 from oozie.definitions import load_configuration
+from oozie.properties import COORD_APP_PATH
 from workflows.models import WorkflowJob
 
-APP_PATH_PROPERTY = "oozie.coord.application.path"
 MAX_DEFINITION_CHARS = 1_048_576
 JOBS_READ = "_secret_jobs"  # context key: (owner id, configuration) of the coordinator jobs read so far
 
@@ -201,7 +201,7 @@ class PropertiesField(serializers.DictField):
 class SubmissionSerializer(serializers.Serializer[dict[str, Any]]):
     """A submission: the coordinator XML inline, or an application path; properties; start or not."""
 
-    app_path_property = APP_PATH_PROPERTY  # the property `app_path` sets (bundles: oozie.bundle.application.path)
+    app_path_property = COORD_APP_PATH  # the property `app_path` sets (bundles: oozie.bundle.application.path)
     application = "coordinator"
 
     definition = serializers.CharField(

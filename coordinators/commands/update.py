@@ -28,12 +28,10 @@ from coordinators.commands.actions import CoordActionReadyXCommand
 from coordinators.commands.base import JobCommand
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
+from oozie.properties import BUNDLE_ID, COORD_APP_PATH, USER_NAME
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
-APP_PATH_PROPERTY = "oozie.coord.application.path"
-BUNDLE_ID_PROPERTY = "oozie.bundle.id"  # set by the bundle that submitted the job: an update keeps it
-USER_NAME = "user.name"
 #: Jobs that have finished processing cannot be updated (CoordUpdateXCommand.verifyPrecondition).
 NOT_UPDATABLE = frozenset({JobStatus.SUCCEEDED, JobStatus.DONEWITHERROR})
 #: What an update writes: the definition and what follows from it or from the configuration.
@@ -73,13 +71,13 @@ def update_configuration(job: CoordinatorJob, new: Mapping[str, str] | None) -> 
     if not new:
         return dict(job.configuration)
     configuration = dict(new)
-    for kept in (BUNDLE_ID_PROPERTY,):
+    for kept in (BUNDLE_ID,):
         if kept in job.configuration:
             configuration[kept] = job.configuration[kept]
         else:
             configuration.pop(kept, None)
-    if not configuration.get(APP_PATH_PROPERTY, "").strip() and job.configuration.get(APP_PATH_PROPERTY):
-        configuration[APP_PATH_PROPERTY] = job.configuration[APP_PATH_PROPERTY]
+    if not configuration.get(COORD_APP_PATH, "").strip() and job.configuration.get(COORD_APP_PATH):
+        configuration[COORD_APP_PATH] = job.configuration[COORD_APP_PATH]
     # Oozie's clients send the caller's name (an ACL member's, an admin's): it is replaced, not refused.
     configuration[USER_NAME] = job.owner.get_username()
     return configuration
@@ -87,7 +85,7 @@ def update_configuration(job: CoordinatorJob, new: Mapping[str, str] | None) -> 
 
 def application_source(job: CoordinatorJob, configuration: Mapping[str, str]) -> str:
     """Where the definition is read again: the app path property if absolute, else the job's application directory."""
-    path = configuration.get(APP_PATH_PROPERTY, "").strip()
+    path = configuration.get(COORD_APP_PATH, "").strip()
     if path and ("://" in path or os.path.isabs(path)):
         return path
     if job.app_path:
@@ -97,7 +95,7 @@ def application_source(job: CoordinatorJob, configuration: Mapping[str, str]) ->
         return f"{job.app_path.rstrip('/')}/{name}" if name else job.app_path
     raise UpdateRefused(
         f"coordinator job {job.id} was submitted without an application path: give a configuration naming "
-        f"{APP_PATH_PROPERTY}"
+        f"{COORD_APP_PATH}"
     )
 
 

@@ -30,7 +30,7 @@ from bundles.services import (
     submit_bundle,
 )
 from coordinators.choices import IllegalTransition
-from coordinators.dryrun import APP_PATH_PROPERTY, as_text, dryrun, dumps, locate_application
+from coordinators.dryrun import as_text, dryrun, dumps, locate_application
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import (
     change_job,
@@ -47,7 +47,13 @@ from kernel.cli import acting_user, add_user_option, one_line
 from kernel.permissions import JobPermissionDenied, check_modify, check_read
 from kernel.secrets import Masker, masker_for
 from oozie.definitions import DefinitionError, load_configuration
-from oozie.properties import BUNDLE_APP_PATH, USER_NAME, WF_APP_PATH, WF_RERUN_FAIL_NODES
+from oozie.properties import (
+    BUNDLE_APP_PATH,
+    COORD_APP_PATH,
+    USER_NAME,
+    WF_APP_PATH,
+    WF_RERUN_FAIL_NODES,
+)
 from oozieapi.errors import OozieError
 from oozieapi.ids import is_bundle_id as is_bundle
 from oozieapi.ids import is_workflow_id as is_workflow
@@ -159,7 +165,7 @@ class Command(BaseCommand):
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
-        named = [p for p in (APP_PATH_PROPERTY, BUNDLE_APP_PATH, WF_APP_PATH) if p in properties]
+        named = [p for p in (COORD_APP_PATH, BUNDLE_APP_PATH, WF_APP_PATH) if p in properties]
         if len(named) > 1:
             raise CommandError(f"{config}: set only one of {', '.join(named)}, not both")
         if WF_APP_PATH in properties:
@@ -172,16 +178,16 @@ class Command(BaseCommand):
             result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)
             self.stdout.write(dumps(result) if options["format"] == "json" else as_text(result))
             return
-        if APP_PATH_PROPERTY not in properties:
-            raise CommandError(f"{config}: {APP_PATH_PROPERTY} (or {BUNDLE_APP_PATH}) is not set")
+        if COORD_APP_PATH not in properties:
+            raise CommandError(f"{config}: {COORD_APP_PATH} (or {BUNDLE_APP_PATH}) is not set")
         # Stored absolute (the job's coordJobPath and app path): a relative application path is
         # relative to the properties file, itself relative to the current directory. The APIs
         # keep their own rules (COORD_APPLICATION_ROOTS); this only concerns the CLI.
         config = config.resolve()
-        path = properties[APP_PATH_PROPERTY].strip()
+        path = properties[COORD_APP_PATH].strip()
         if path and "://" not in path and not Path(path).is_absolute():
-            properties[APP_PATH_PROPERTY] = str((config.parent / path).resolve())
-        xml_path = locate_application(config, properties[APP_PATH_PROPERTY])
+            properties[COORD_APP_PATH] = str((config.parent / path).resolve())
+        xml_path = locate_application(config, properties[COORD_APP_PATH])
         try:
             xml = xml_path.read_text()
         except OSError as exc:
@@ -365,10 +371,10 @@ class Command(BaseCommand):
                 configuration = load_configuration(config.read_bytes(), str(config))
             except OSError as exc:
                 raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
-            path = configuration.get(APP_PATH_PROPERTY, "").strip()
+            path = configuration.get(COORD_APP_PATH, "").strip()
             if path and "://" not in path and not Path(path).is_absolute():
                 # As for -submit: a relative application path is relative to the properties file.
-                configuration[APP_PATH_PROPERTY] = str((config.parent / path).resolve())
+                configuration[COORD_APP_PATH] = str((config.parent / path).resolve())
         self._existing(job_id)
         actor = self._user(options)
         # An ACL member may update another's job: the diff shows both configurations, secrets masked for them.

@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from coordinators.commands import CoordActionInputCheckXCommand, CoordMaterializeXCommand
-from coordinators.dryrun import APP_PATH_PROPERTY
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline import format_datetime
+from oozie.properties import COORD_APP_PATH
 from tests.bundles.api.factories import running_bundle
 from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie
@@ -143,11 +143,11 @@ def test_cli_stores_the_application_path_absolute_and_the_api_rules_stay(
     """A relative path typed at the CLI is stored absolute; the Oozie API's coordJobPath shows it; API submissions keep their rules."""
     job = submit(tmp_path, "ann", monkeypatch)
     app = str((tmp_path / "app").resolve())
-    assert job.configuration[APP_PATH_PROPERTY] == app and job.app_path == app
+    assert job.configuration[COORD_APP_PATH] == app and job.app_path == app
     assert Oozie(ann).get(f"job/{job.id}").json()["coordJobPath"] == app
     monkeypatch.chdir("/")
     before = CoordinatorJob.objects.count()
-    answer = Oozie(ann).submit({APP_PATH_PROPERTY: "app", "user.name": "ann", "start": "2026-01-01T00:00Z",
+    answer = Oozie(ann).submit({COORD_APP_PATH: "app", "user.name": "ann", "start": "2026-01-01T00:00Z",
                                 "end": "2026-01-01T03:00Z"})
     assert answer.status_code == 400 and CoordinatorJob.objects.count() == before
 
