@@ -12,4 +12,4 @@ class BatchesConfig(AppConfig):
 
     def ready(self) -> None:
         """Register the batch operation type and the commands."""
-        from batches import commands, operation  # noqa: F401 - registration
+        from batches import commands, operation  # noqa: F401, PLC0415 - registration; they import the models, which load only once the app registry is ready (AppConfig.ready)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from batches.commands import reporting
+from batches.models import BatchJob
+from batches.stages import clean_working_dir
 from operations.registry import OperationType
 
 
@@ -24,15 +27,10 @@ class BatchOperation(OperationType):
 
     def complete_operation(self, arg: Any, target: str, success: bool) -> Any:
         """Every job completed or failed: the batch reports (once)."""
-        from batches.commands import reporting
-
         return {"batch": arg.get("batch_id"), "reporting": reporting(int(arg["batch_id"]))}
 
     def cancel_job_and_cleanup(self, arg: Any, partition: str) -> None:
         """A cancelled job (its batch deleted): its working directory goes."""
-        from batches.models import BatchJob
-        from batches.stages import clean_working_dir
-
         job = BatchJob.objects.filter(pk=int(partition)).first()
         if job is not None:
             clean_working_dir(job)

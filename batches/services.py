@@ -22,12 +22,13 @@ from batches.commands import (
     BATCH_COMMANDS,
     BatchJobAdminXCommand,
     BatchStartXCommand,
+    ReportDeliveryXCommand,
     check_batch_verb,
     check_job_verb,
 )
 from batches.definitions import ManifestError
 from batches.expand import MANIFEST_TYPES, parse_batch_manifest
-from batches.models import Batch, BatchJob, Collection, Profile
+from batches.models import Batch, BatchJob, Collection, Profile, ReportDelivery
 from batches.sources import PayloadError, check_payload_url, read_bytes
 from kernel.permissions import JobPermissionDenied, check_modify, check_read, is_admin
 from kernel.statemachine import IllegalTransition
@@ -222,9 +223,6 @@ def job_counts(batch_ids: Iterable[int]) -> dict[int, dict[str, int]]:
 
 def resend_delivery(delivery_id: int, *, actor: Any) -> bool:
     """Send a FAILED report delivery again (job admins): PENDING and its command queued, together; False if not FAILED."""
-    from batches.commands import ReportDeliveryXCommand
-    from batches.models import ReportDelivery
-
     _check_admin(actor, f"send report delivery {delivery_id} again")
     with transaction.atomic():
         moved = ReportDelivery.objects.filter(pk=delivery_id, status=ReportDelivery.Status.FAILED).update(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+import fsspec
 from django.conf import settings
 
 from kernel import outbound, storage
@@ -93,8 +94,6 @@ def open_url(url: str) -> Iterator[IO[bytes]]:
         except OSError as exc:
             raise PayloadError(f"{url}: {exc}") from exc
         return
-    import fsspec
-
     try:
         handle = fsspec.open(url, "rb").open()
     except (OSError, ValueError, ImportError) as exc:
@@ -121,8 +120,6 @@ def size_of(url: str) -> int | None:
             with outbound.open_url(url, method="HEAD", headers={"User-Agent": "scheduler-ingest"}, timeout=_timeout()) as response:
                 length = response.headers.get("Content-Length")
                 return int(length) if length and length.isdigit() else None
-        import fsspec
-
         fs, path = fsspec.core.url_to_fs(url)
         size = fs.info(path).get("size")
         return int(size) if size is not None else None

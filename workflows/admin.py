@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import quote, unquote
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
@@ -40,7 +40,9 @@ from kernel.secrets import Masker, masker
 from workflows import graph
 from workflows.api.access import may_modify
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
+from workflows.engine import WorkflowError
 from workflows.models import WorkflowJob, WorkflowNode
+from workflows.services import VerbNotSupported, request_control, request_rerun
 
 #: Past this many nodes the page lists them but does not draw the graph (it would not be readable).
 MAX_DRAWN_NODES = 400
@@ -164,8 +166,6 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> Any:
         """The fields, then the DAG (SVG) and the node table (see the template)."""
-        from django.contrib.admin.utils import unquote
-
         workflow = self.get_object(request, unquote(object_id))
         context = {"is_nav_sidebar_enabled": False, **(extra_context or {})}  # the graph and the table take the width
         if workflow is not None:
@@ -286,9 +286,6 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
 
     def run_verb(self, request: HttpRequest, queryset: QuerySet[WorkflowJob], verb: str) -> None:
         """Queue the verb for each workflow as the operator; refusals and no-ops are reported, not raised."""
-        from workflows.engine import WorkflowError
-        from workflows.services import VerbNotSupported, request_control, request_rerun
-
         def check(run: WorkflowJob) -> None:
             may_modify(request.user, run)
 

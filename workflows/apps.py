@@ -12,6 +12,6 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         """Renew the leases of running nodes from each worker's heartbeat thread."""
-        from workflows import leases
+        from workflows import leases  # noqa: PLC0415 - leases imports the models, which load only once the app registry is ready (AppConfig.ready)
 
         leases.register()

@@ -11,12 +11,18 @@ touches is (workflows.actions.storage, ADR 0022).
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+from django.utils import timezone
+
+from datasets.timeline import format_datetime, resolve_timezone
+from oozie.definitions import DefinitionError, serialize_hadoop_configuration
 from oozie.el import (
     ELContext,
     ELEvaluationError,
@@ -167,11 +173,6 @@ def _url_encode(ctx: ELContext, value: Any) -> str:
 
 def _timestamp(ctx: ELContext) -> str:
     """Now, as yyyy-MM-ddTHH:mmZ in the processing time zone."""
-    from django.conf import settings
-    from django.utils import timezone
-
-    from datasets.timeline import format_datetime, resolve_timezone
-
     zone = resolve_timezone(str(getattr(settings, "OOZIE_PROCESSING_TIMEZONE", "UTC")))
     return format_datetime(timezone.now(), zone)
 
@@ -191,8 +192,6 @@ def _to_properties(ctx: ELContext, value: Any) -> str:
 
 
 def _to_configuration(ctx: ELContext, value: Any) -> str:
-    from oozie.definitions import DefinitionError, serialize_hadoop_configuration
-
     try:
         return serialize_hadoop_configuration(_string_map(value, "toConfigurationStr")).decode("utf-8")
     except DefinitionError as exc:
@@ -304,8 +303,6 @@ def _block_size(location: Location) -> int:
     if info is None or info.get("type") == "directory":
         return -1
     if location.local:
-        import os
-
         return int(os.stat(location.path).st_blksize)
     return int(info.get("blocksize") or info.get("block_size") or 0)
 

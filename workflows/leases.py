@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from workflows.choices import NodeStatus
+from workflows.models import WorkflowNode
+from workflows.settings import lease_seconds
 from xcommands import heartbeat
 
 NODE_LEASE = "workflow-node"
@@ -12,9 +15,6 @@ NODE_LEASE = "workflow-node"
 
 def _renew(held: dict[Any, int], expires: datetime) -> list[Any]:
     """Extend the leases this process holds; a node that moved on (killed, relaunched) is left alone."""
-    from workflows.choices import NodeStatus
-    from workflows.models import WorkflowNode
-
     return [
         node_id for node_id, attempt in held.items()
         if WorkflowNode.objects.filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).update(
@@ -25,6 +25,4 @@ def _renew(held: dict[Any, int], expires: datetime) -> list[Any]:
 
 def register() -> None:
     """Let the heartbeat thread renew node leases (called when the app is ready)."""
-    from workflows.settings import lease_seconds
-
     heartbeat.register_kind(NODE_LEASE, _renew, lease_seconds)

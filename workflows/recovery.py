@@ -20,6 +20,7 @@ from django.dispatch import receiver
 
 from kernel.locking import skip_locked
 from workflows.choices import NodeStatus, WorkflowStatus
+from workflows.engine import due_user_retries
 from workflows.launch import dispatch_on_commit, relaunch
 from workflows.models import WorkflowNode
 from workflows.outcomes import Outcome
@@ -35,8 +36,6 @@ LONG_AGO = timedelta(days=3650)  # "due whatever the backoff"
 
 def recover(now: datetime) -> dict[str, int]:
     """One pass: relaunch or fail the nodes whose lease expired, then send again what nobody claimed."""
-    from workflows.engine import due_user_retries
-
     relaunched, failed = relaunch_lost(now)
     return {"relaunched": relaunched, "failed": failed, "resent": resend_unclaimed(now),
             "user_retries": due_user_retries(now)}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import kombu.exceptions
+import redis.exceptions
+from django import db
 from django.conf import settings
 
 
@@ -36,9 +39,6 @@ def is_transient(exc: BaseException) -> bool:
     """
     if not getattr(settings, "WORKFLOW_RETRY_TRANSIENT_ERRORS", True):
         return False
-    import kombu.exceptions
-    import redis.exceptions
-    from django import db
 
     transient = (
         db.OperationalError, db.InterfaceError, ConnectionError, TimeoutError,

@@ -5,9 +5,11 @@ Importing this module (every worker does) also registers the workflow commands.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from kernel.outbound import OutboundRefused
@@ -16,31 +18,25 @@ from workflows import (
     commands,  # noqa: F401 - registers the Wf* commands in every worker
     notifications,
 )
+from workflows.recovery import recover as recover_nodes
+from workflows.runner import run_node
 
 
 @shared_task(bind=True, name="workflows.run", ignore_result=True, acks_late=True)
 def run(self: Any, node: str, attempt: int, **display: Any) -> str:
     """Run one attempt of a workflow node (`display`: the parent and task, shown by Flower)."""
-    from workflows.runner import run_node
-
     return run_node(node, int(attempt), getattr(self.request, "hostname", "") or "")
 
 
 @shared_task(name="workflows.service.recover", ignore_result=True)
 def recover() -> dict[str, int]:
     """Launch again the nodes whose worker was lost; send again the messages nobody picked up."""
-    from workflows.recovery import recover as recover_nodes
-
     return recover_nodes(timezone.now())
 
 
 @shared_task(bind=True, name="workflows.notify", ignore_result=True, acks_late=True)
 def notify(self: Any, url: str) -> int:
     """Make one workflow notification (a checked, pinned HTTP GET), retried as configured; a refused URL is dropped."""
-    import logging
-
-    from django.conf import settings
-
     retries = int(getattr(settings, "WORKFLOW_NOTIFICATION_RETRIES", 3))
     delay = float(getattr(settings, "WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10))
     secrets = masker()  # log lines mask `token=`-like parameters (the sender masked the job's values for Flower)

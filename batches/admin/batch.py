@@ -28,6 +28,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from batches import services
 from batches.admin.display import (
     SEGMENTS,
     badge,
@@ -84,11 +85,9 @@ class BatchChangeList(ChangeList):
     """The page's batches without their manifest text, each with its job counts (one grouped query)."""
 
     def get_results(self, request: HttpRequest) -> None:
-        from batches.services import job_counts
-
         self.queryset = self.queryset.defer("manifest")
         super().get_results(request)
-        counts = job_counts(batch.pk for batch in self.result_list)
+        counts = services.job_counts(batch.pk for batch in self.result_list)
         for batch in self.result_list:
             batch.job_counts = counts.get(batch.pk, {})
 
@@ -135,14 +134,12 @@ class BatchAdmin(ReadOnlyAdmin):
 
     def run_verb(self, request: HttpRequest, queryset: QuerySet[Batch], verb: str) -> HttpResponse | None:
         """services.batch_verb per batch as the operator; a delete asks for a confirmation first."""
-        from batches.services import batch_verb
-
         ids = selected_ids(self, request, queryset)
         if ids is None:
             return None
         sure = verb == "delete" and confirmed(request)
         outcome = run_each(
-            ids, lambda pk: batch_verb(pk, verb, actor=request.user, confirmed=sure), bid, Batch.DoesNotExist
+            ids, lambda pk: services.batch_verb(pk, verb, actor=request.user, confirmed=sure), bid, Batch.DoesNotExist
         )
         report(self, request, verb, "batch(es)", outcome)
         if outcome.ask:
@@ -152,11 +149,9 @@ class BatchAdmin(ReadOnlyAdmin):
 
     def deletion_items(self, outcome: Outcome) -> list[dict[str, Any]]:
         """What deleting each batch takes with it: its jobs by state, its running operation."""
-        from batches.services import job_counts
-
         ids = [pk for pk, _ in outcome.ask]
         batches = Batch.objects.select_related("profile", "collection").defer("manifest").in_bulk(ids)
-        counts = job_counts(ids)
+        counts = services.job_counts(ids)
         items = []
         for pk, reason in outcome.ask:
             batch = batches[pk]
@@ -203,9 +198,7 @@ class BatchAdmin(ReadOnlyAdmin):
     def progress(self, obj: Batch) -> str:
         counts = getattr(obj, "job_counts", None)
         if counts is None:  # not from the list (which counts the whole page at once)
-            from batches.services import job_counts
-
-            counts = job_counts([obj.pk]).get(obj.pk, {})
+            counts = services.job_counts([obj.pk]).get(obj.pk, {})
         return progress_bar(counts, width=110)
 
     @admin.display(description="created", ordering="created_at")
@@ -239,10 +232,8 @@ class BatchAdmin(ReadOnlyAdmin):
 
     def check_read(self, request: HttpRequest, batch: Batch) -> None:
         """PermissionDenied unless the operator may read the batch (COORD_RESTRICT_READS)."""
-        from batches.services import read_batch
-
         try:
-            read_batch(batch.pk, actor=request.user)
+            services.read_batch(batch.pk, actor=request.user)
         except JobPermissionDenied as exc:
             raise PermissionDenied(str(exc)) from exc
 
@@ -289,8 +280,6 @@ class BatchAdmin(ReadOnlyAdmin):
 
     def resend_view(self, request: HttpRequest, batch_id: int, delivery_id: int) -> HttpResponse:
         """Send a FAILED delivery again (job admins), through services.resend_delivery; back to the batch's page."""
-        from batches.services import resend_delivery
-
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         batch = get_object_or_404(Batch.objects.defer("manifest"), pk=batch_id)
@@ -300,7 +289,7 @@ class BatchAdmin(ReadOnlyAdmin):
                                      report__batch=batch)
         what = f"report {delivery.report.number} to {delivery.target}"
         try:
-            queued = resend_delivery(delivery.pk, actor=request.user)
+            queued = services.resend_delivery(delivery.pk, actor=request.user)
         except JobPermissionDenied as exc:
             self.message_user(request, f"not sent again: {exc}", messages.ERROR)
         else:

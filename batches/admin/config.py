@@ -18,8 +18,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
+from batches import services
 from batches.admin.display import badge, size, when
 from batches.admin.verbs import REFUSALS, HoldForm, applying, value_page
+from batches.config import ingest_settings
 from batches.models import Collection, IngestSettings, Profile
 from kernel import task_registry, user_tasks
 from kernel.admin_kit import MAX_MESSAGES
@@ -77,8 +79,6 @@ class CollectionAdmin(AdminEdited):
     @admin.action(description="Hold selected collections", permissions=["change"])
     def hold_collections(self, request: HttpRequest, queryset: QuerySet[Collection]) -> HttpResponse | None:
         """Ask for a reason, then hold each collection through services.hold_collection."""
-        from batches.services import hold_collection
-
         form = HoldForm(request.POST if applying(request) else None)
         if not form.is_valid():
             return value_page(
@@ -89,7 +89,7 @@ class CollectionAdmin(AdminEdited):
         held, refused = [], []
         for name in queryset.order_by("name").values_list("name", flat=True):
             try:
-                hold_collection(name, actor=request.user, reason=form.cleaned_data["reason"])
+                services.hold_collection(name, actor=request.user, reason=form.cleaned_data["reason"])
                 held.append(name)
             except (*REFUSALS, Collection.DoesNotExist) as exc:
                 refused.append(f"{name}: {exc}")
@@ -102,11 +102,9 @@ class CollectionAdmin(AdminEdited):
     @admin.action(description="Release selected collections (and their held batches and jobs)", permissions=["change"])
     def release_collections(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
         """Release each through services.release_collection; say per collection what was queued for release."""
-        from batches.services import release_collection
-
         for name in queryset.order_by("name").values_list("name", flat=True):
             try:
-                _, batches, jobs = release_collection(name, actor=request.user)
+                _, batches, jobs = services.release_collection(name, actor=request.user)
             except (*REFUSALS, Collection.DoesNotExist) as exc:
                 self.message_user(request, f"release refused for {name}: {exc}", messages.WARNING)
                 continue
@@ -227,8 +225,6 @@ class IngestSettingsAdmin(AdminEdited):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """The list is the row: open it (the first read creates it from the settings)."""
-        from batches.config import ingest_settings
-
         if not self.has_view_or_change_permission(request):
             return super().changelist_view(request, extra_context)  # Django's 403
         row = ingest_settings()

@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
+from batches import services
 from batches.admin.batch import parse_id
 from batches.admin.display import (
     badge,
@@ -159,14 +160,12 @@ class BatchJobAdmin(ReadOnlyAdmin):
     def run_verb(self, request: HttpRequest, queryset: QuerySet[BatchJob], verb: str,
                  priority: int | None = None) -> HttpResponse | None:
         """services.job_verb per job as the operator; a delete the service wants confirmed asks first."""
-        from batches.services import job_verb
-
         ids = selected_ids(self, request, queryset)
         if ids is None:
             return None
         sure = verb == "delete" and confirmed(request)
         outcome = run_each(
-            ids, lambda pk: job_verb(pk, verb, actor=request.user, priority=priority, confirmed=sure), jid,
+            ids, lambda pk: services.job_verb(pk, verb, actor=request.user, priority=priority, confirmed=sure), jid,
             BatchJob.DoesNotExist,
         )
         report(self, request, verb if priority is None else f"priority {priority}", "job(s)", outcome)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any
 
+from workflows.actions import fs
 from workflows.actions.base import (
     ERROR,
     FAILED,
@@ -22,6 +23,7 @@ from workflows.actions.base import (
     exception_text,
     failed,
 )
+from workflows.settings import is_transient
 
 EXECUTORS = {"fs": "fs", "shell": "shell", "email": "email", "celery": "celery"}  # type -> module
 
@@ -30,9 +32,6 @@ __all__ = ["ERROR", "EXECUTORS", "FAILED", "OK", "ActionContext", "ActionResult"
 
 def execute(action_type: str, spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
     """Run one action node in this process: its prepare, then the action; FAILED for a type run elsewhere."""
-    from workflows.actions import fs
-    from workflows.settings import is_transient
-
     module = EXECUTORS.get(action_type)
     if module is None:
         return failed("E0TYPE", f"action type [{action_type}] of node [{context.node_name}] is not run by workers")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -54,6 +55,4 @@ def failed(code: str, message: str) -> ActionResult:
 
 def exception_text(exc: BaseException) -> str:
     """The exception's one-line text, as a traceback's last line shows it."""
-    import traceback
-
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()

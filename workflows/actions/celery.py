@@ -20,6 +20,7 @@ from oozie.definitions import DefinitionError
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit, properties_text
 from workflows.actions.options import max_output_data
+from workflows.settings import is_transient
 
 INJECTED = ("configuration", "nominal_time")
 
@@ -85,8 +86,6 @@ def _data(value: Any) -> dict[str, str]:
 
 def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
     """Call the task: OK with its data; ERROR with the exception's class name as code; FAILED when refused."""
-    from workflows.settings import is_transient
-
     task_name = str(spec.get("task", "")).strip()
     refusal = task_refusal(task_name) if task_name else "the celery action names no task"
     if refusal:

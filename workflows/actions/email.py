@@ -12,8 +12,15 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.mail import BadHeaderError, EmailMessage
+from django.core.validators import validate_email
+
+from kernel.mail import EmailNotConfigured
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text
 from workflows.actions.storage import StorageError, locate
+from workflows.settings import is_transient
 
 MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 
@@ -46,14 +53,6 @@ def _attachments(urls: list[str]) -> list[tuple[str, bytes, str]] | ActionResult
 
 def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
     """Send the message: OK, or ERROR EM001 (no recipient), EM004 (bad address), EM006/EM007 (sending), EM008."""
-    from django.conf import settings
-    from django.core.exceptions import ValidationError
-    from django.core.mail import BadHeaderError, EmailMessage
-    from django.core.validators import validate_email
-
-    from kernel.mail import EmailNotConfigured
-    from workflows.settings import is_transient
-
     to, cc, bcc = _addresses(spec.get("to")), _addresses(spec.get("cc")), _addresses(spec.get("bcc"))
     if not to:
         return error("EM001", "No recipients were specified in the to-address field.")

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text
 from workflows.actions.storage import Location, StorageError, expand, has_glob, locate, protocol_of
+from workflows.settings import is_transient
 
 Operation = Mapping[str, Any]
 
@@ -188,8 +189,6 @@ def run_operations(operations: Sequence[Operation]) -> None:
 
 
 def _result_of(operations: Sequence[Operation]) -> ActionResult | None:
-    from workflows.settings import is_transient
-
     try:
         run_operations(operations)
     except StorageError as exc:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from oozie.definitions import DefinitionError, parse_properties, serialize_hadoop_configuration
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit
 from workflows.actions.options import max_output_data, shell_enabled, shell_timeout_seconds
@@ -57,8 +58,6 @@ def _environment(pairs: list[str], workdir: str) -> dict[str, str] | str:
 
 def _write_configuration(configuration: Mapping[str, str], workdir: str) -> str:
     """The action's configuration as Hadoop XML in its directory; '' when a property cannot be written as XML."""
-    from oozie.definitions import DefinitionError, serialize_hadoop_configuration
-
     try:
         data = serialize_hadoop_configuration({str(k): str(v) for k, v in configuration.items()})
     except DefinitionError:
@@ -184,8 +183,6 @@ def _run(command: list[str], env: dict[str, str], workdir: str, capture: bool) -
         size, limit = os.path.getsize(stdout_path), max_output_data()
         if message := over_limit(size, limit):
             return error("OUTPUT_LIMIT", message, external_status="FAILED", external_id=external_id)
-        from oozie.definitions import DefinitionError, parse_properties
-
         with open(stdout_path, "rb") as handle:
             text = handle.read().decode("utf-8", errors="replace")
         try:

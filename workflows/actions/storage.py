@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import fsspec
+
 from kernel import storage
 from workflows.actions.options import fs_roots
 
@@ -76,8 +78,6 @@ def check_allowed(url: str) -> str:
 
 def locate(url: str) -> Location:
     """The checked location of a URI (StorageError when refused or its file system is unavailable)."""
-    import fsspec
-
     url = url.strip()
     opened = check_allowed(url)
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fsspec
+
 from oozie.definitions.config import parse_hadoop_configuration
 from oozie.definitions.errors import ApplicationUnreadableError
 
@@ -17,10 +19,8 @@ def load_application(app_path: str, *, trusted: bool) -> tuple[str, dict[str, st
     and, unless trusted (the CLI on the server), the application roots, before storage is touched.
     config-default.xml is read next to workflow.xml when it exists (Oozie's SubmitXCommand).
     """
-    import fsspec
-
     # kernel.application_sources reads Django settings: imported here, so the package itself stays pure
-    from kernel.application_sources import read_application
+    from kernel.application_sources import read_application  # noqa: PLC0415 - it imports Django; workflows.definitions imports no Django (ADR 0021)
 
     xml, app_dir = read_application(
         app_path, trusted=trusted, filename="workflow.xml", what="workflow application", prop=APP_PATH_PROPERTY,

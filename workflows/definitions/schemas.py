@@ -11,7 +11,7 @@ from typing import Any
 from lxml import etree
 
 from oozie.definitions.errors import SchemaValidationError, UnsupportedNamespaceError
-from oozie.definitions.schemas import SLA_SCHEMAS
+from oozie.definitions.schemas import SLA_SCHEMAS, compile_imports
 from oozie.definitions.schemas import XSD_DIR as COORDINATOR_XSD_DIR
 from oozie.definitions.xmlsafe import local_name, namespace_of, source_line
 
@@ -65,7 +65,6 @@ def _schema() -> etree.XMLSchema:
         *((ns, name) for ns, (_, name) in EXTENSION_SCHEMAS.items()),
         *SLA_SCHEMAS.items(),
     ]
-    from oozie.definitions.schemas import compile_imports
 
     return compile_imports(list(imports), _LocalResolver(), _LOCAL_SCHEME)
 

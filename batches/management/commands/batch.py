@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -149,8 +150,6 @@ class Command(BaseCommand):
     def _submit(self, options: dict[str, Any]) -> None:
         payload = options["payload"]
         if "://" not in payload:
-            from pathlib import Path
-
             payload = f"file://{Path(payload).resolve()}"  # a local path, as operators type it
         batch, created = services.submit_batch(
             owner=self._user(options), profile=options["profile"], payload_url=payload, type=options["type"],
