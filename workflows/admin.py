@@ -37,6 +37,7 @@ from kernel.display import (
 )
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
+from oozie.properties import WF_RERUN_FAIL_NODES
 from workflows import graph
 from workflows.api.access import may_modify
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
@@ -297,7 +298,7 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
                     if status not in WORKFLOW_TERMINAL:
                         refused.append(f"{workflow_id}: it is {status}; only an ended workflow can be rerun")
                         continue
-                    request_rerun(workflow_id, {"oozie.wf.rerun.failnodes": "true"}, check=check)
+                    request_rerun(workflow_id, {WF_RERUN_FAIL_NODES: "true"}, check=check)
                     done.append(workflow_id)
                 elif request_control(workflow_id, verb, check=check, reason=f"killed by {request.user} in the admin"):
                     done.append(workflow_id)

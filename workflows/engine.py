@@ -30,6 +30,7 @@ from django.db.models import F
 
 from kernel.locking import skip_locked
 from kernel.secrets import masker
+from oozie.properties import SUSPEND_ON_NODES, WF_APP_PATH, WF_RERUN_SKIP_NODES
 from workflows import notifications, parents
 from workflows.choices import (
     NODE_LIVE,
@@ -55,8 +56,6 @@ log = logging.getLogger(__name__)
 CONTROL_TYPES = {"start": ":START:", "end": ":END:", "kill": ":KILL:", "fork": ":FORK:", "join": ":JOIN:",
                  "decision": "switch"}
 START_NODE = ":start:"
-SUSPEND_ON_NODES = "oozie.suspend.on.nodes"
-SKIP_NODES = "oozie.wf.rerun.skip.nodes"
 MAX_SUB_WORKFLOW_DEPTH = 20
 RUN_TASK_QUEUE_OF = {"celery": "task"}
 
@@ -287,7 +286,7 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
 
 
 def _skipped(workflow: WorkflowJob) -> set[str]:
-    return {n.strip() for n in str(workflow.configuration.get(SKIP_NODES, "")).split(",") if n.strip()}
+    return {n.strip() for n in str(workflow.configuration.get(WF_RERUN_SKIP_NODES, "")).split(",") if n.strip()}
 
 
 def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
@@ -353,10 +352,10 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
         spec = resolve_spec(node.spec, el_state(workflow, node.name))
         configuration: dict[str, str] = {}
         if spec.get("propagate_configuration"):
-            configuration.update({k: v for k, v in workflow.configuration.items() if k != SKIP_NODES})
+            configuration.update({k: v for k, v in workflow.configuration.items() if k != WF_RERUN_SKIP_NODES})
         configuration.update({str(k): str(v) for k, v in (spec.get("configuration") or {}).items()})
         app_path = relative_to(str(spec["app_path"]), workflow.app_path)
-        configuration["oozie.wf.application.path"] = app_path
+        configuration[WF_APP_PATH] = app_path
         xml, defaults = load_application(app_path, trusted=False)
         prepared = prepare_workflow(xml, configuration, app_path=app_path, config_default=defaults)
     except Exception as exc:  # a child that cannot be submitted: the node ERRORs (its error transition)
@@ -579,7 +578,7 @@ def rerun(workflow: WorkflowJob, now: datetime, *, configuration: Mapping[str, s
     skipped = check_rerun(workflow, skip_nodes=skip_nodes, fail_nodes=fail_nodes)
     conf = dict(workflow.configuration)
     conf.update(configuration or {})
-    conf[SKIP_NODES] = ",".join(sorted(skipped))
+    conf[WF_RERUN_SKIP_NODES] = ",".join(sorted(skipped))
     workflow.configuration = conf
     workflow.nodes.exclude(name__in=sorted(skipped)).exclude(status__in=sorted(NODE_LIVE)).delete()
     workflow.status = WorkflowStatus.PREP  # the table has no way back from an end; a rerun is a new run

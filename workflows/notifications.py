@@ -29,11 +29,10 @@ from django.db import transaction
 from kernel import outbound
 from kernel.secrets import Masker, masker
 from oozie.definitions.errors import DefinitionError
+from oozie.properties import ACTION_NOTIFICATION_URL, WF_NOTIFICATION_URL
 
 log = logging.getLogger(__name__)
 
-JOB_URL = "oozie.wf.workflow.notification.url"
-NODE_URL = "oozie.wf.action.notification.url"
 TASK = "workflows.notify"
 #: Oozie's own replacements in a notification URL (filled in when it is sent).
 TOKENS = ("jobId", "status", "parentId", "nodeName")
@@ -57,7 +56,7 @@ def check_notification_properties(properties: Mapping[str, Any], *, source: str 
     Oozie's `$jobId`-style tokens stand for a plain value here; a URL still holding `${...}`
     is resolved later and checked when it is sent.
     """
-    for name in (JOB_URL, NODE_URL):
+    for name in (WF_NOTIFICATION_URL, ACTION_NOTIFICATION_URL):
         template = str(properties.get(name) or "").strip()
         if not template or "${" in template:
             continue
@@ -110,7 +109,7 @@ def _queue(template: str, tokens: dict[str, str], secrets: Masker) -> None:
 
 def job_changed(workflow: Any) -> None:
     """The job's status changed (caller's transaction): notify if the job asked for it."""
-    template = str((workflow.configuration or {}).get(JOB_URL, "")).strip()
+    template = str((workflow.configuration or {}).get(WF_NOTIFICATION_URL, "")).strip()
     if template:
         parent = workflow.parent_workflow_id or workflow.coord_action_id or ""
         _queue(template, {"jobId": workflow.id, "status": workflow.status, "parentId": parent},
@@ -119,7 +118,7 @@ def job_changed(workflow: Any) -> None:
 
 def node_changed(workflow: Any, node_name: str, status: str = "", transition: str = "") -> None:
     """A node started (`status`) or ended (`transition`): notify if the job asked for it."""
-    template = str((workflow.configuration or {}).get(NODE_URL, "")).strip()
+    template = str((workflow.configuration or {}).get(ACTION_NOTIFICATION_URL, "")).strip()
     if template:
         value = f"T:{transition}" if transition else f"S:{status}"
         _queue(template, {"jobId": workflow.id, "nodeName": node_name, "status": value}, masker(workflow.configuration))

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from oozie.definitions import DefinitionError
+from oozie.properties import WF_APP_PATH, WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
 from workflows import notifications
 from workflows.actions.celery import check_definition_tasks
 from workflows.choices import (
@@ -29,7 +30,7 @@ from workflows.commands import (
 )
 from workflows.definitions.loader import load_application
 from workflows.definitions.submission import prepare_workflow
-from workflows.engine import SKIP_NODES, WorkflowError, check_rerun, create_job
+from workflows.engine import WorkflowError, check_rerun, create_job
 from workflows.models import WorkflowJob
 from workflows.states import parent_key
 from xcommands.queue import enqueue
@@ -86,14 +87,13 @@ def request_control(workflow_id: str, verb: str, *, check: Callable[[WorkflowJob
 
 # ---- workflow applications (workflow.xml) submitted on their own ----------------------------------
 
-APP_PATH_PROPERTY = "oozie.wf.application.path"
 
 
 def prepare_submission(properties: Mapping[str, str], *, trusted: bool = False) -> Any:
     """Read and validate the application a job configuration names (DefinitionError if refused; nothing stored)."""
-    app_path = str(properties.get(APP_PATH_PROPERTY, "")).strip()
+    app_path = str(properties.get(WF_APP_PATH, "")).strip()
     if not app_path:
-        raise DefinitionError(f"the job configuration has no {APP_PATH_PROPERTY}", source="job.properties")
+        raise DefinitionError(f"the job configuration has no {WF_APP_PATH}", source="job.properties")
     xml, defaults = load_application(app_path, trusted=trusted)
     prepared = prepare_workflow(xml, dict(properties), app_path=app_path, config_default=defaults)
     check_definition_tasks(prepared.definition, app_path.rstrip("/") + "/workflow.xml")
@@ -120,9 +120,9 @@ def request_rerun(workflow_id: str, properties: Mapping[str, str], *, check: Cal
     Refused at once (WorkflowError, nothing queued) when the job has not ended, is not an
     application, or the skip list names nodes that cannot be skipped.
     """
-    fail_nodes = str(properties.get("oozie.wf.rerun.failnodes", "")).strip().lower() == "true"
-    skip = [n.strip() for n in str(properties.get(SKIP_NODES, "")).split(",") if n.strip()]
-    conf = {k: v for k, v in properties.items() if k not in (SKIP_NODES, "oozie.wf.rerun.failnodes")}
+    fail_nodes = str(properties.get(WF_RERUN_FAIL_NODES, "")).strip().lower() == "true"
+    skip = [n.strip() for n in str(properties.get(WF_RERUN_SKIP_NODES, "")).split(",") if n.strip()]
+    conf = {k: v for k, v in properties.items() if k not in (WF_RERUN_SKIP_NODES, WF_RERUN_FAIL_NODES)}
     notifications.check_notification_properties(conf)  # rerun properties replace the stored ones
     with transaction.atomic():
         workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)

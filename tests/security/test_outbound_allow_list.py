@@ -36,9 +36,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
 from kernel import outbound
+from oozie.properties import ACTION_NOTIFICATION_URL as NODE_URL
+from oozie.properties import WF_NOTIFICATION_URL as JOB_URL
 from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - fixture
 from workflows import notifications
-from workflows.notifications import JOB_URL, NODE_URL
 
 # ---- a local receiver -------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from oozie.properties import COORD_APP_PATH
 
 Log = Callable[[str], None]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -33,7 +34,7 @@ def _store(prefix: str, owner: Any, jobs: int, actions: int, log: Log) -> str:
         [
             CoordinatorJob(
                 id=f"{n:07d}-{prefix}-C", app_name=f"bench-{n % 100}", definition="<coordinator-app/>",
-                configuration={"oozie.coord.application.path": f"file:///apps/{n % 100}"}, owner=owner,
+                configuration={COORD_APP_PATH: f"file:///apps/{n % 100}"}, owner=owner,
                 frequency="60", time_unit="MINUTE", timezone="UTC", start_time=T0, end_time=T0 + timedelta(days=365),
                 status="RUNNING" if n % 10 else "SUSPENDED",
             )

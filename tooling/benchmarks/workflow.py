@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.db.utils import OperationalError, ProgrammingError
 from django.utils import timezone
 
+from oozie.properties import USER_NAME
 from project.celery import app
 from tooling.benchmarks import keyed_queue as keyed_bench
 from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
@@ -67,7 +68,7 @@ class WorkflowBench(keyed_bench.Bench):
         app_dir = Path(self.tmp) / "app"
         app_dir.mkdir(parents=True, exist_ok=True)
         (app_dir / "workflow.xml").write_text(workflow_xml(self.width))
-        return prepare_workflow(workflow_xml(self.width), {"user.name": "bench"}, app_path=str(app_dir))
+        return prepare_workflow(workflow_xml(self.width), {USER_NAME: "bench"}, app_path=str(app_dir))
 
     def _workflow_round(self, prepared: Any, round_no: int) -> tuple[float, float, int, list[str]]:
         """`jobs` workflows started in one transaction: actions/s, node transitions/s, failures, their ids."""

@@ -9,6 +9,7 @@ from rest_framework.reverse import reverse
 
 from kernel.api import reader, siblings
 from kernel.secrets import masker, may_see_secrets
+from oozie.properties import WF_APP_PATH
 from workflows.choices import WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
 
@@ -128,7 +129,7 @@ class WorkflowSubmissionSerializer(serializers.Serializer[dict[str, Any]]):
     def validate_properties(self, value: dict[str, str]) -> dict[str, str]:
         """Bounded, named, with an application path."""
         _check_properties(value)
-        if not str(value.get("oozie.wf.application.path", "")).strip():
+        if not str(value.get(WF_APP_PATH, "")).strip():
             raise serializers.ValidationError("oozie.wf.application.path is required: the workflow application to run")
         return value
 

@@ -20,6 +20,7 @@ from rest_framework.serializers import BaseSerializer
 
 from kernel.api import ERROR_BODY, Conflict, DomainViewSet, accepted
 from kernel.permissions import submitter_properties
+from oozie.properties import WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
 from workflows.api.access import may_modify, readable_workflows
 from workflows.api.filters import WorkflowJobFilterSet
 from workflows.api.serializers import (
@@ -40,8 +41,6 @@ from workflows.services import (
 
 ERRORS = {400: ERROR_BODY, 403: ERROR_BODY, 404: ERROR_BODY}
 VERB_ERRORS = {**ERRORS, 409: ERROR_BODY}
-SKIP_NODES = "oozie.wf.rerun.skip.nodes"
-FAIL_NODES = "oozie.wf.rerun.failnodes"
 
 
 def with_nodes(queryset: QuerySet[WorkflowJob]) -> QuerySet[WorkflowJob]:
@@ -147,12 +146,12 @@ class WorkflowJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Domai
         data = incoming.validated_data
         workflow = self.get_object()
         properties = {str(k): str(v) for k, v in (data.get("properties") or {}).items()}
-        properties.pop(SKIP_NODES, None)
-        properties.pop(FAIL_NODES, None)
+        properties.pop(WF_RERUN_SKIP_NODES, None)
+        properties.pop(WF_RERUN_FAIL_NODES, None)
         if data.get("skip_nodes"):
-            properties[SKIP_NODES] = ",".join(data["skip_nodes"])
+            properties[WF_RERUN_SKIP_NODES] = ",".join(data["skip_nodes"])
         if data["fail_nodes"]:
-            properties[FAIL_NODES] = "true"
+            properties[WF_RERUN_FAIL_NODES] = "true"
 
         def check(run: WorkflowJob) -> None:
             may_modify(request.user, run)

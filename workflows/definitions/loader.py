@@ -6,8 +6,8 @@ import fsspec
 
 from oozie.definitions.config import parse_hadoop_configuration
 from oozie.definitions.errors import ApplicationUnreadableError
+from oozie.properties import WF_APP_PATH
 
-APP_PATH_PROPERTY = "oozie.wf.application.path"
 CONFIG_DEFAULT = "config-default.xml"
 MAX_CONFIG_DEFAULT_BYTES = 1_048_576
 
@@ -23,7 +23,7 @@ def load_application(app_path: str, *, trusted: bool) -> tuple[str, dict[str, st
     from kernel.application_sources import read_application  # noqa: PLC0415 - it imports Django; workflows.definitions imports no Django (ADR 0021)
 
     xml, app_dir = read_application(
-        app_path, trusted=trusted, filename="workflow.xml", what="workflow application", prop=APP_PATH_PROPERTY,
+        app_path, trusted=trusted, filename="workflow.xml", what="workflow application", prop=WF_APP_PATH,
     )
     location = app_dir.rstrip("/") + "/" + CONFIG_DEFAULT
     try:

@@ -33,12 +33,11 @@ from oozie.el import (
 )
 from oozie.el.nodes import calls_in, variables_in
 from oozie.el.template import Expression
-from oozie.properties import expand_properties
+from oozie.properties import USER_NAME, WF_APP_PATH, expand_properties
 from workflows.definitions.errors import WorkflowELError
 from workflows.definitions.model import NodeDef, PreparedWorkflow, WorkflowDefinition
 from workflows.definitions.parser import CONFIGURABLE_ACTIONS, WorkflowApp, parse_workflow_app
 
-APP_PATH_PROPERTY = "oozie.wf.application.path"
 #: Basic EL constants (spec 4.2.1).
 EL_CONSTANTS: dict[str, int] = {"KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
 #: Names a job may not set: EL constants (Oozie's SubmitXCommand.DISALLOWED_USER_PROPERTIES, E0808).
@@ -47,7 +46,7 @@ DISALLOWED_USER_PROPERTIES = frozenset({
     "RECORDS", "MAP_IN", "MAP_OUT", "REDUCE_IN", "REDUCE_OUT", "GROUPS",
 })
 #: Names config-default.xml may not set (PropertiesUtils.DEFAULT_DISALLOWED_PROPERTIES, E0804).
-DISALLOWED_DEFAULT_PROPERTIES = frozenset({"user.name", "mapreduce.job.user.name"})
+DISALLOWED_DEFAULT_PROPERTIES = frozenset({USER_NAME, "mapreduce.job.user.name"})
 
 
 def _function_names() -> frozenset[str]:
@@ -75,7 +74,7 @@ def layer_configuration(
         if not parameter.name:
             raise DefinitionError("a <parameters> property has an empty <name>", source=app.source, element="parameters")
     layered = merge_parameters(app, layered)
-    return expand_properties(layered, user=layered.get("user.name", ""), source=app.source)
+    return expand_properties(layered, user=layered.get(USER_NAME, ""), source=app.source)
 
 
 class _Resolver:
@@ -197,6 +196,6 @@ def prepare_workflow(
     except UnicodeDecodeError:
         raise DefinitionError("the workflow definition is not UTF-8 text", source=source) from None
     layered = layer_configuration(app, configuration, config_default)
-    layered.setdefault(APP_PATH_PROPERTY, app_path)
+    layered.setdefault(WF_APP_PATH, app_path)
     definition = resolve_workflow(app, layered)
     return PreparedWorkflow(definition=definition, configuration=layered, app_path=app_path, xml=text)
