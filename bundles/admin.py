@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from bundles import services
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus, IllegalTransition
@@ -291,8 +292,6 @@ class BundleJobAdmin(ReadOnlyAdmin):
         More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
         page answers at once with a link to it, where its progress and failures show.
         """
-        from bundles.services import control_bundle, start_bundle  # noqa: PLC0415 - the admin loads at django.setup() in every process (admin autodiscovery); bundles.services brings the submission stack (coordinator preparation, workflow actions), needed only when an operator runs a verb
-
         if verb in BULK_VERBS and queryset.count() > admin_threshold():
             self.run_as_operation(request, queryset, verb)
             return
@@ -303,9 +302,9 @@ class BundleJobAdmin(ReadOnlyAdmin):
         for bundle_id in queryset.order_by("pk").values_list("pk", flat=True):
             try:
                 if verb == "start":
-                    start_bundle(bundle_id, actor=request.user)
+                    services.start_bundle(bundle_id, actor=request.user)
                 else:
-                    control_bundle(bundle_id, verb, actor=request.user)
+                    services.control_bundle(bundle_id, verb, actor=request.user)
                 done.append(bundle_id)
             except IllegalTransition as exc:
                 if verb not in BULK_VERBS:
