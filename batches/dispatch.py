@@ -56,7 +56,7 @@ def keeps_slot(job: BatchJob) -> bool:
     Yes unless a better runnable job waits (a lower priority number, or the same and older),
     the job may not run now (blocked, asleep), or its slot is above BATCH_SLOTS (draining).
     """
-    if not getattr(settings, "BATCH_CHAIN_STAGES", True) or job.blocked_by_id is not None or job.not_before:
+    if not settings.BATCH_CHAIN_STAGES or job.blocked_by_id is not None or job.not_before:
         return False
     best = runnable_jobs().values_list("priority", "id").first()  # the head of the runnable index
     if best is not None and best < (job.priority, job.pk):

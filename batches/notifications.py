@@ -21,7 +21,7 @@ from batches.models import Batch, BatchReport
 
 
 def _sender() -> str:
-    return str(getattr(settings, "BATCH_EMAIL_FROM", "") or getattr(settings, "DEFAULT_FROM_EMAIL", "scheduler@localhost"))
+    return str(settings.BATCH_EMAIL_FROM or settings.DEFAULT_FROM_EMAIL)
 
 
 def send_email(address: str, subject: str, body: str, identity: str, attachments: list[tuple[str, str, str]]) -> None:

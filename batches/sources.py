@@ -79,7 +79,7 @@ def check_payload_url(url: str, *, trusted: bool = False, what: str = "payload_u
 
 
 def _timeout() -> float:
-    return float(getattr(settings, "BATCH_HTTP_TIMEOUT_SECONDS", 30))
+    return float(settings.BATCH_HTTP_TIMEOUT_SECONDS)
 
 
 @contextmanager

@@ -71,12 +71,12 @@ ACTION_FIELDS = [
 
 def enabled() -> bool:
     """COORD_DUE_START (default on): false leaves every due action to the per-job input-check commands."""
-    return bool(getattr(settings, "COORD_DUE_START", True))
+    return bool(settings.COORD_DUE_START)
 
 
 def chunk_size() -> int:
     """Jobs taken per transaction: a chunk commits (and its runs are sent) before the next is read."""
-    return max(1, int(getattr(settings, "COORD_DUE_START_CHUNK", 100)))
+    return max(1, int(settings.COORD_DUE_START_CHUNK))
 
 
 @dataclass
@@ -170,7 +170,7 @@ def due_jobs_actions(now: datetime) -> Any:
 
 def parallel() -> int:
     """COORD_DUE_START_PARALLEL: how many worker processes may share one moment's due jobs (default 2)."""
-    return max(1, int(getattr(settings, "COORD_DUE_START_PARALLEL", 2)))
+    return max(1, int(settings.COORD_DUE_START_PARALLEL))
 
 
 def fan_out(now: datetime) -> int:

@@ -104,7 +104,7 @@ def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:
 
 def settle_action(workflow: WorkflowJob, status: str) -> bool:
     """Move the run's action to its outcome if nobody holds its row and it still waits for this run; whether it did."""
-    if not getattr(settings, "COORD_SETTLE_ON_END", True):
+    if not settings.COORD_SETTLE_ON_END:
         return False
     action = (
         skip_locked(CoordinatorAction.objects.filter(

@@ -86,7 +86,7 @@ class Lockout:
 
 def client_ip(request: HttpRequest) -> str:
     """The address failures are counted under: REMOTE_ADDR, or the right-most of AUTH_CLIENT_IP_HEADER; IPv6 as its /64."""
-    header = _meta_key(str(getattr(settings, "AUTH_CLIENT_IP_HEADER", "") or ""))
+    header = _meta_key(str(settings.AUTH_CLIENT_IP_HEADER or ""))
     if header:
         # Only the right-most entry was written by the proxy we trust; the rest came from the client.
         forwarded = str(request.META.get(header, "")).split(",")[-1].strip()
@@ -143,12 +143,12 @@ def _username(name: str) -> str:
 
 
 def _window() -> timedelta:
-    return timedelta(seconds=max(1, int(getattr(settings, "AUTH_FAILURE_WINDOW_SECONDS", 600))))
+    return timedelta(seconds=max(1, int(settings.AUTH_FAILURE_WINDOW_SECONDS)))
 
 
 def _limits() -> tuple[int, int]:
     """(per address, per account); 0 or less: that limit is off."""
-    return int(getattr(settings, "AUTH_FAILURE_LIMIT", 10)), int(getattr(settings, "AUTH_ACCOUNT_FAILURE_LIMIT", 50))
+    return int(settings.AUTH_FAILURE_LIMIT), int(settings.AUTH_ACCOUNT_FAILURE_LIMIT)
 
 
 def _locked(failures: QuerySet[AuthFailure], limit: int, moment: datetime, subject: str) -> Lockout | None:

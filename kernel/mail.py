@@ -33,4 +33,4 @@ class NotConfiguredBackend(BaseEmailBackend):
 
 def email_configured() -> bool:
     """Whether e-mail can be sent: a mail server (EMAIL_HOST) or another backend is configured."""
-    return str(getattr(settings, "EMAIL_BACKEND", "")) != NOT_CONFIGURED_BACKEND
+    return str(settings.EMAIL_BACKEND) != NOT_CONFIGURED_BACKEND

@@ -70,7 +70,7 @@ def can_read(user: Any, job: OwnedJob) -> bool:
     """Everybody authenticated may read, unless COORD_RESTRICT_READS limits reads to modifiers."""
     if user is None or not getattr(user, "is_authenticated", False):
         return False
-    if not getattr(settings, "COORD_RESTRICT_READS", False):
+    if not settings.COORD_RESTRICT_READS:
         return True
     return can_modify(user, job)
 
@@ -100,7 +100,7 @@ def readable_jobs(queryset: QuerySet[Any], user: Any, prefix: str = "") -> Query
     Mirrors `kernel.permissions.can_read` in SQL (owner, ACL users and groups, admins),
     so lists never show a job its detail would refuse.
     """
-    if not getattr(settings, "COORD_RESTRICT_READS", False) or is_admin(user):
+    if not settings.COORD_RESTRICT_READS or is_admin(user):
         return queryset
     names = [user.get_username(), *user.groups.values_list("name", flat=True)]
     allowed = Q(**{f"{prefix}owner_id": user.pk})

@@ -58,7 +58,7 @@ _QUOTED_PAIR = re.compile(r"""(["'])([^"'\n]{1,255})\1(\s*:\s*)(["'])((?:\\.|(?!
 
 def patterns() -> tuple[str, ...]:
     """SECRET_PROPERTY_PATTERNS, lower case (read on each call: tests and reloads may change the setting)."""
-    return _normalized(tuple(getattr(settings, "SECRET_PROPERTY_PATTERNS", DEFAULT_PATTERNS)))
+    return _normalized(tuple(settings.SECRET_PROPERTY_PATTERNS))
 
 
 @lru_cache(maxsize=8)

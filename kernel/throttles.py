@@ -25,7 +25,7 @@ class AnonymousRateThrottle(AnonRateThrottle):
 
     def get_rate(self) -> str | None:
         """API_ANON_RATE; None (no throttle) when empty."""
-        return str(getattr(settings, "API_ANON_RATE", "") or "") or None
+        return str(settings.API_ANON_RATE or "") or None
 
     def get_ident(self, request: Request) -> str:
         """The client address as the sign-in guard counts it (not a header the client chose)."""
@@ -37,7 +37,7 @@ class UserRate(UserRateThrottle):
 
     def get_rate(self) -> str | None:
         """API_USER_RATE; None (no throttle) when empty."""
-        return str(getattr(settings, "API_USER_RATE", "") or "") or None
+        return str(settings.API_USER_RATE or "") or None
 
     def get_ident(self, request: Request) -> str:
         """The client address as the sign-in guard counts it (not a header the client chose)."""

@@ -36,7 +36,7 @@ class TaskNotAllowed(ValueError):  # noqa: N818 - reads as the reason: "TaskNotA
 
 def allowed_patterns() -> list[str]:
     """The glob patterns of ALLOWED_TASKS."""
-    return [str(pattern) for pattern in getattr(settings, "ALLOWED_TASKS", [])]
+    return [str(pattern) for pattern in settings.ALLOWED_TASKS]
 
 
 @lru_cache(maxsize=1)

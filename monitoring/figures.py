@@ -31,12 +31,12 @@ from xcommands.models import Command
 
 def window_seconds() -> int:
     """How far back finished commands count for the time histograms (METRICS_WINDOW_SECONDS)."""
-    return max(1, int(getattr(settings, "METRICS_WINDOW_SECONDS", 300)))
+    return max(1, int(settings.METRICS_WINDOW_SECONDS))
 
 
 def sample_size() -> int:
     """How many of the most recently enqueued commands the histograms look at (METRICS_COMMAND_SAMPLE)."""
-    return max(1, int(getattr(settings, "METRICS_COMMAND_SAMPLE", 2000)))
+    return max(1, int(settings.METRICS_COMMAND_SAMPLE))
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def _workers(seen: dict[str, datetime]) -> dict[str, datetime]:
     """When each worker was last heard of: lease heartbeats of what it runs now (each renewal sets
     `lease_expires_at` to now + the lease), else the end of its last recent command."""
     seen = dict(seen)
-    command_lease = timedelta(seconds=int(getattr(settings, "COMMAND_LEASE_SECONDS", 60)))
+    command_lease = timedelta(seconds=int(settings.COMMAND_LEASE_SECONDS))
     leased = (
         Command.objects.filter(status__in=sorted(LEASED_STATUSES), lease_expires_at__isnull=False)
         .exclude(lease_owner="")
@@ -193,7 +193,7 @@ def _workers(seen: dict[str, datetime]) -> dict[str, datetime]:
     )
     for row in leased:
         _see(seen, row["lease_owner"], row["last"] - command_lease)
-    node_lease = timedelta(seconds=int(getattr(settings, "WORKFLOW_LEASE_SECONDS", command_lease.total_seconds())))
+    node_lease = timedelta(seconds=int(settings.WORKFLOW_LEASE_SECONDS))
     nodes = (
         WorkflowNode.objects.filter(status=NodeStatus.RUNNING, lease_expires_at__isnull=False)
         .exclude(worker="")
@@ -230,7 +230,7 @@ ENDED_ACTIONS_CACHE_KEY = "monitoring:ended-actions"
 
 def ended_actions_seconds() -> int:
     """How long the counts of ended actions (a scan of the whole table) are reused (METRICS_ENDED_ACTIONS_SECONDS)."""
-    return max(0, int(getattr(settings, "METRICS_ENDED_ACTIONS_SECONDS", 60)))
+    return max(0, int(settings.METRICS_ENDED_ACTIONS_SECONDS))
 
 
 def _action_counts(now: datetime) -> tuple[dict[str, int], dict[str, int], datetime | None]:

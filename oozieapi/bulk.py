@@ -36,14 +36,13 @@ from operations.choices import OperationStatus
 from operations.models import Operation
 from operations.services import OperationConflict
 
-DEFAULT_WAIT_SECONDS = 10.0
 POLL_SECONDS = 0.1
 DEFAULT_LEN = 50
 MAX_OFFSET = 2**31 - 1
 
 
 def _wait_seconds() -> float:
-    return float(getattr(settings, "OOZIE_BULK_WAIT_SECONDS", DEFAULT_WAIT_SECONDS))
+    return float(settings.OOZIE_BULK_WAIT_SECONDS)
 
 
 def _kind(jobtype: str) -> tuple[str, QuerySet[Any], str, Callable[..., dict[str, Any]], tuple[str, ...]] | None:

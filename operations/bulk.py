@@ -121,7 +121,7 @@ def start_bulk(kind: str, verb: str, job_ids: list[str], *, user: Any, owner: st
 
 def admin_threshold() -> int:
     """BULK_ADMIN_THRESHOLD: an admin selection larger than this runs as one operation (default 20)."""
-    return int(getattr(settings, "BULK_ADMIN_THRESHOLD", 20))
+    return int(settings.BULK_ADMIN_THRESHOLD)
 
 
 def start_for_selection(kind: str, verb: str, queryset: Any, *, user: Any, filter_text: str = "") -> Any:

@@ -92,8 +92,8 @@ app.conf.update(
 
 def _apply_broker_options() -> None:
     """Apply Redis transport options that depend on settings (the visibility timeout)."""
-    lease = int(getattr(settings, "COMMAND_LEASE_SECONDS", 60))
-    visibility = max(int(getattr(settings, "BROKER_VISIBILITY_TIMEOUT", 3600)), lease * 10)
+    lease = int(settings.COMMAND_LEASE_SECONDS)
+    visibility = max(int(settings.BROKER_VISIBILITY_TIMEOUT), lease * 10)
     options = {
         "visibility_timeout": visibility,
         "socket_connect_timeout": 2,
@@ -104,7 +104,7 @@ def _apply_broker_options() -> None:
     # kombu's Redis transport can kill a worker while it closes a connection Redis dropped;
     # project.broker's cannot (see there). Only for redis:// URLs: rediss:// gets its TLS
     # defaults from kombu by that transport name, and CELERY_BROKER_TRANSPORT still wins.
-    broker_url = str(getattr(settings, "CELERY_BROKER_URL", "") or "")
+    broker_url = str(settings.CELERY_BROKER_URL or "")
     if broker_url.startswith("redis://") and not getattr(settings, "CELERY_BROKER_TRANSPORT", None):
         app.conf.broker_transport = TRANSPORT
     # Storing a task's result gives up after 5 s while Redis is down rather than hold a
@@ -127,7 +127,7 @@ def _check_pool_processes_often() -> None:
     process's lease up at once (workflows.runner, xcommands.engine). A faster timer makes that
     recovery take about a second instead of five; maintain_pool costs one pass over the pool.
     """
-    seconds = float(getattr(settings, "WORKER_POOL_CHECK_SECONDS", 1.0))
+    seconds = float(settings.WORKER_POOL_CHECK_SECONDS)
     asynpool.AsynPool.timers = property(lambda pool: {pool.maintain_pool: seconds})  # type: ignore[assignment,method-assign]
 
 
@@ -153,7 +153,7 @@ class QuietPeriodicTasks(logging.Filter):
         """Keep warnings and errors, records about other tasks, and everything when LOG_PERIODIC_TASKS is on."""
         if record.levelno > logging.INFO:
             return True
-        if getattr(settings, "LOG_PERIODIC_TASKS", False):
+        if settings.LOG_PERIODIC_TASKS:
             return True
         args = record.args
         named = [args.get("name")] if isinstance(args, Mapping) else list(args or ())

@@ -162,7 +162,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     can_commands = user.has_perm("xcommands.view_command")
     loads = {name: load for name, load in figures.commands.items() if load.queued or load.running or load.parked}
     oldest_queued = min((load.oldest_queued_at for load in loads.values() if load.oldest_queued_at), default=None)
-    lease = int(getattr(settings, "COMMAND_LEASE_SECONDS", 60))
+    lease = int(settings.COMMAND_LEASE_SECONDS)
     workers = [
         {"name": name, "seen": seen, "ago": human_duration(figures.age(seen)),
          "quiet": figures.age(seen) > QUIET_LEASES * lease}

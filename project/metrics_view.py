@@ -22,7 +22,7 @@ from oozieapi.errors import OozieError
 
 def _authorized(request: HttpRequest) -> bool:
     """`Authorization: Bearer <METRICS_TOKEN>`, or any active user of the APIs (basic or API token)."""
-    expected = str(getattr(settings, "METRICS_TOKEN", "") or "")
+    expected = str(settings.METRICS_TOKEN or "")
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, credentials = header.partition(" ")
     if expected and scheme.lower() == "bearer" and hmac.compare_digest(credentials.strip().encode(), expected.encode()):

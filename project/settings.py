@@ -14,6 +14,7 @@ import django_stubs_ext
 
 from project.env import (
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_processing_timezone,
@@ -198,6 +199,8 @@ BUNDLE_KICKOFF_SECONDS = env_int("BUNDLE_KICKOFF_SECONDS", 1)
 # Actions are created ahead of time (look-ahead); their input checks run at their due time,
 # woken between ticks (ADR 0017) at most this often, so this bounds the start latency.
 COORD_INPUT_TICK_SECONDS = env_int("COORD_INPUT_TICK_SECONDS", 1)
+# Input checks one command runs (an action's next check may be due in the next chunk's command).
+COORD_INPUT_CHECK_CHUNK = env_int("COORD_INPUT_CHECK_CHUNK", 200)
 # Due start (ADR 0026): at their nominal time the due actions of many jobs are checked and started
 # in one transaction per chunk of this many jobs, instead of one input-check command per job, by
 # up to COORD_DUE_START_PARALLEL worker processes at once. Jobs whose commands are busy,
@@ -308,6 +311,8 @@ LOG_PERIODIC_TASKS = env_bool("LOG_PERIODIC_TASKS", False)
 SLA_ALERT_EVENTS = env_list("SLA_ALERT_EVENTS", ["END_MISS"])
 SLA_EMAIL_ENABLED = env_bool("SLA_EMAIL_ENABLED", True)
 SLA_EMAIL_FROM = env_str("SLA_EMAIL_FROM", "")
+# Batch report e-mails' sender (default: DEFAULT_FROM_EMAIL).
+BATCH_EMAIL_FROM = env_str("BATCH_EMAIL_FROM", "")
 SLA_WEBHOOK_URL = env_str("SLA_WEBHOOK_URL", "")
 SLA_WEBHOOK_SECRET = env_str("SLA_WEBHOOK_SECRET", "")
 SLA_WEBHOOK_TIMEOUT_SECONDS = env_int("SLA_WEBHOOK_TIMEOUT_SECONDS", 5)
@@ -316,6 +321,8 @@ SLA_WEBHOOK_EVENTS = env_list(
 )
 SLA_NOTIFY_MAX_ATTEMPTS = env_int("SLA_NOTIFY_MAX_ATTEMPTS", 8)
 SLA_NOTIFY_RETRY_SECONDS = env_int("SLA_NOTIFY_RETRY_SECONDS", 30)
+SLA_NOTIFY_RETRY_MAX_SECONDS = env_int("SLA_NOTIFY_RETRY_MAX_SECONDS", 3600)
+SLA_NOTIFY_LEASE_SECONDS = env_int("SLA_NOTIFY_LEASE_SECONDS", 120)
 SLA_DISABLE_ALERTS_OLDER_THAN_HOURS = env_int("SLA_DISABLE_ALERTS_OLDER_THAN_HOURS", 48)
 SLA_ADMIN_BASE_URL = env_str("SLA_ADMIN_BASE_URL", "")
 # E-mail (SLA alerts, batch reports): SMTP to EMAIL_HOST; EMAIL_TIMEOUT bounds a dead server.
@@ -335,6 +342,11 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "scheduler@localhost")
 # --- Oozie semantics ----------------------------------------------------------------------
 # UTC, or a fixed GMT offset such as GMT+05:30 (coordinator spec, section 4.2).
 OOZIE_PROCESSING_TIMEZONE = env_processing_timezone("OOZIE_PROCESSING_TIMEZONE", "UTC")
+# Bulk verbs (docs/operations.md): the most jobs one verb may select; an admin selection larger
+# than the threshold runs as one operation; how long Oozie's bulk PUT waits for it to finish.
+BULK_MAX_JOBS = env_int("BULK_MAX_JOBS", 100_000)
+BULK_ADMIN_THRESHOLD = env_int("BULK_ADMIN_THRESHOLD", 20)
+OOZIE_BULK_WAIT_SECONDS = env_float("OOZIE_BULK_WAIT_SECONDS", 10.0)
 
 # --- Monitoring (ADR 0014) ----------------------------------------------------------------
 # /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (when set) and any API user. Its

@@ -42,7 +42,7 @@ class ConsumptionWatchdog(bootsteps.StartStopStep):
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)
-        self.limit = float(getattr(settings, "WORKER_STALL_SECONDS", 120))
+        self.limit = float(settings.WORKER_STALL_SECONDS)
         self.interval = max(0.5, min(5.0, self.limit / 4))
         self.queues: list[str] = []
         self.stalled_since: float | None = None

@@ -61,7 +61,7 @@ def _recover_workflows(now: datetime) -> Any:
 
 
 def _purge_commands(now: datetime) -> Any:
-    return purge_finished(now, timedelta(days=int(getattr(settings, "COMMAND_HISTORY_DAYS", 30))))
+    return purge_finished(now, timedelta(days=int(settings.COMMAND_HISTORY_DAYS)))
 
 
 def _coordinator(name: str) -> Callable[[datetime], Any]:

@@ -173,7 +173,7 @@ def _url_encode(ctx: ELContext, value: Any) -> str:
 
 def _timestamp(ctx: ELContext) -> str:
     """Now, as yyyy-MM-ddTHH:mmZ in the processing time zone."""
-    zone = resolve_timezone(str(getattr(settings, "OOZIE_PROCESSING_TIMEZONE", "UTC")))
+    zone = resolve_timezone(str(settings.OOZIE_PROCESSING_TIMEZONE))
     return format_datetime(timezone.now(), zone)
 
 

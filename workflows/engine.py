@@ -144,7 +144,7 @@ def is_application(workflow: WorkflowJob) -> bool:
 
 def _callback_base() -> str:
     """Where wf:callback() points: the service's public address (SLA_ADMIN_BASE_URL) and /oozie/callback."""
-    return str(getattr(settings, "SLA_ADMIN_BASE_URL", "") or "http://localhost:8000").rstrip("/") + "/oozie/callback"
+    return str(settings.SLA_ADMIN_BASE_URL or "http://localhost:8000").rstrip("/") + "/oozie/callback"
 
 
 class _NodeStates(Mapping[str, Any]):

@@ -12,24 +12,24 @@ from django.conf import settings
 
 def lease_seconds() -> float:
     """How long a running node's lease lasts without a heartbeat (renewed every third of it)."""
-    return float(getattr(settings, "WORKFLOW_LEASE_SECONDS", getattr(settings, "COMMAND_LEASE_SECONDS", 60)))
+    return float(settings.WORKFLOW_LEASE_SECONDS)
 
 
 def max_launches() -> int:
     """Launches of one node allowed when its worker is lost; then it FAILED, naming the worker."""
-    return max(1, int(getattr(settings, "WORKFLOW_MAX_LAUNCHES", 3)))
+    return max(1, int(settings.WORKFLOW_MAX_LAUNCHES))
 
 
 def resend_after(dispatches: int) -> timedelta:
     """How long a sent, unclaimed node waits before its message is sent again (doubling, capped)."""
-    base = float(getattr(settings, "WORKFLOW_RESEND_SECONDS", 60))
-    cap = float(getattr(settings, "WORKFLOW_RESEND_MAX_SECONDS", 600))
+    base = float(settings.WORKFLOW_RESEND_SECONDS)
+    cap = float(settings.WORKFLOW_RESEND_MAX_SECONDS)
     return timedelta(seconds=min(cap, base * 2 ** max(0, min(dispatches - 1, 20))))
 
 
 def report_retry_seconds() -> float:
     """How long a worker keeps trying to record an outcome while the database is unreachable."""
-    return float(getattr(settings, "WORKFLOW_REPORT_RETRY_SECONDS", 600))
+    return float(settings.WORKFLOW_REPORT_RETRY_SECONDS)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -37,7 +37,7 @@ def is_transient(exc: BaseException) -> bool:
 
     WORKFLOW_RETRY_TRANSIENT_ERRORS=false treats every exception as the task's final error.
     """
-    if not getattr(settings, "WORKFLOW_RETRY_TRANSIENT_ERRORS", True):
+    if not settings.WORKFLOW_RETRY_TRANSIENT_ERRORS:
         return False
 
     transient = (
@@ -49,4 +49,4 @@ def is_transient(exc: BaseException) -> bool:
 
 def user_retry_interval() -> float:
     """Seconds in one unit of an action's `retry-interval` (Oozie: minutes, so 60; tests shorten it)."""
-    return float(getattr(settings, "WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS", 60))
+    return float(settings.WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS)

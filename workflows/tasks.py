@@ -37,8 +37,8 @@ def recover() -> dict[str, int]:
 @shared_task(bind=True, name="workflows.notify", ignore_result=True, acks_late=True)
 def notify(self: Any, url: str) -> int:
     """Make one workflow notification (a checked, pinned HTTP GET), retried as configured; a refused URL is dropped."""
-    retries = int(getattr(settings, "WORKFLOW_NOTIFICATION_RETRIES", 3))
-    delay = float(getattr(settings, "WORKFLOW_NOTIFICATION_RETRY_SECONDS", 10))
+    retries = int(settings.WORKFLOW_NOTIFICATION_RETRIES)
+    delay = float(settings.WORKFLOW_NOTIFICATION_RETRY_SECONDS)
     secrets = masker()  # log lines mask `token=`-like parameters (the sender masked the job's values for Flower)
     try:
         return notifications.deliver(url)

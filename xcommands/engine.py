@@ -41,7 +41,7 @@ _local = threading.local()
 
 def lease_duration() -> timedelta:
     """How long a claim lasts without a heartbeat."""
-    return timedelta(seconds=int(getattr(settings, "COMMAND_LEASE_SECONDS", 60)))
+    return timedelta(seconds=int(settings.COMMAND_LEASE_SECONDS))
 
 
 _IDENTITY: tuple[int, str] = (0, "")
@@ -89,8 +89,8 @@ def _error_text(exc: BaseException) -> str:
 def _drain_limits() -> tuple[int, float]:
     """How many commands of one key a doorbell may run, and for how long (seconds)."""
     return (
-        max(1, int(getattr(settings, "COMMAND_DRAIN_MAX", 16))),
-        max(0.0, float(getattr(settings, "COMMAND_DRAIN_QUANTUM_MS", 20)) / 1000),
+        max(1, int(settings.COMMAND_DRAIN_MAX)),
+        max(0.0, float(settings.COMMAND_DRAIN_QUANTUM_MS) / 1000),
     )
 
 

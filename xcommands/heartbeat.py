@@ -53,7 +53,7 @@ def _renew_commands(held: dict[Any, int], expires: datetime) -> list[Any]:
 
 
 _KINDS: dict[str, LeaseKind] = {
-    "command": LeaseKind(_renew_commands, lambda: float(getattr(settings, "COMMAND_LEASE_SECONDS", 60))),
+    "command": LeaseKind(_renew_commands, lambda: float(settings.COMMAND_LEASE_SECONDS)),
 }
 
 

@@ -23,7 +23,7 @@ MAX_KEY_LENGTH = 255
 
 def ring_stale_after() -> timedelta:
     """How long a rung head may wait before the sweep rings it again."""
-    return timedelta(seconds=int(getattr(settings, "COMMAND_RING_STALE_SECONDS", 30)))
+    return timedelta(seconds=int(settings.COMMAND_RING_STALE_SECONDS))
 
 
 def _next_seq(key: str) -> int:

@@ -53,7 +53,7 @@ def _execute(statement: str, params: Sequence[Any]) -> tuple[tuple[Any, ...] | N
 
     connection.ensure_connection()
     raw = connection.connection
-    prepare = bool(getattr(settings, "COMMAND_PREPARED_STATEMENTS", True))
+    prepare = bool(settings.COMMAND_PREPARED_STATEMENTS)
     if prepare and raw.prepare_threshold is None:
         # Django turns preparing off (for transaction-mode poolers); its own cursors bind
         # on the client and never prepare, so this enables it for the engine's cursors only.

@@ -172,7 +172,7 @@ def install(raw: sqlite3.Connection, database: str, timeout_ms: int, poll_ms: fl
 
 
 def _poll_ms() -> float:
-    return int(getattr(settings, "COMMAND_SQLITE_BUSY_POLL_US", 200)) / 1000
+    return int(settings.COMMAND_SQLITE_BUSY_POLL_US) / 1000
 
 
 def set_timeout(connection: Any, timeout_ms: int) -> None:

@@ -22,6 +22,6 @@ def recovery_sweep() -> dict[str, int]:
 @shared_task(name="xcommands.service.purge", ignore_result=True)
 def purge_history() -> int:
     """Delete finished commands older than COMMAND_HISTORY_DAYS (celery beat, hourly)."""
-    days = int(getattr(settings, "COMMAND_HISTORY_DAYS", 30))
+    days = int(settings.COMMAND_HISTORY_DAYS)
     return purge_finished(timezone.now(), timedelta(days=days))
 

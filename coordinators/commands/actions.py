@@ -47,8 +47,8 @@ CHECKING_JOB_STATUSES = JOB_CHECKING_INPUTS
 
 def check_backoff(checks: int) -> timedelta:
     """Delay before the next input check: doubling from COORD_INPUT_CHECK_SECONDS up to the cap."""
-    base = float(getattr(settings, "COORD_INPUT_CHECK_SECONDS", 60))
-    cap = float(getattr(settings, "COORD_INPUT_CHECK_MAX_SECONDS", 60))
+    base = float(settings.COORD_INPUT_CHECK_SECONDS)
+    cap = float(settings.COORD_INPUT_CHECK_MAX_SECONDS)
     return timedelta(seconds=min(cap, base * (2 ** min(checks, 20))))
 
 
@@ -57,12 +57,12 @@ STARTING_JOB_STATUSES = JOB_MATERIALIZING | {JobStatus.PAUSED, JobStatus.PAUSEDW
 
 def stale_after() -> timedelta:
     """How long a pending flag or an unanswered launch may sit before recovery (or the due start) takes it again."""
-    return timedelta(seconds=int(getattr(settings, "COORD_RECOVERY_SECONDS", 120)))
+    return timedelta(seconds=int(settings.COORD_RECOVERY_SECONDS))
 
 
 def none_tolerance() -> timedelta:
     """execution NONE: how late an action may start (oozie.coord.execution.none.tolerance)."""
-    return timedelta(minutes=int(getattr(settings, "COORD_EXECUTION_NONE_TOLERANCE_MINUTES", 1)))
+    return timedelta(minutes=int(settings.COORD_EXECUTION_NONE_TOLERANCE_MINUTES))
 
 
 def skip_before(job: CoordinatorJob, now: datetime) -> datetime | None:
@@ -144,7 +144,7 @@ def has_storage_functions(action: CoordinatorAction) -> bool:
 
 def check_chunk() -> int:
     """Waiting actions one input-check command looks at; more means another command follows."""
-    return int(getattr(settings, "COORD_INPUT_CHECK_CHUNK", 200))
+    return int(settings.COORD_INPUT_CHECK_CHUNK)
 
 
 @dataclass

@@ -26,12 +26,12 @@ from xcommands.queue import enqueue
 
 def lookahead() -> timedelta:
     """How far ahead of now actions are created (they then wait for their time and inputs)."""
-    return timedelta(seconds=int(getattr(settings, "COORD_MATERIALIZATION_LOOKAHEAD_SECONDS", 300)))
+    return timedelta(seconds=int(settings.COORD_MATERIALIZATION_LOOKAHEAD_SECONDS))
 
 
 def chunk_size() -> int:
     """Actions created by one materialize command; more means another command follows."""
-    return int(getattr(settings, "COORD_MATERIALIZATION_CHUNK", 500))
+    return int(settings.COORD_MATERIALIZATION_CHUNK)
 
 
 def recompute_progress(

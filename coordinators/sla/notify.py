@@ -91,10 +91,10 @@ def email_message(event: SLAEvent) -> EmailMessage:
     lines = [f"  {label} - {data[key]}" for key, label in FIELDS if data.get(key) not in (None, "")]
     lines.append(f"  Expected Duration (in mins) - {_minutes(data.get('expectedDuration'))}")
     lines.append(f"  Actual Duration (in mins) - {_minutes(data.get('actualDuration'))}")
-    base = getattr(settings, "SLA_ADMIN_BASE_URL", "")
+    base = settings.SLA_ADMIN_BASE_URL
     if base:
         lines.append(f"  Job URL - {base.rstrip('/')}/admin/coordinators/coordinatorjob/?q={data.get('parentId')}")
-    from_email = getattr(settings, "SLA_EMAIL_FROM", "") or settings.DEFAULT_FROM_EMAIL
+    from_email = settings.SLA_EMAIL_FROM or settings.DEFAULT_FROM_EMAIL
     return EmailMessage(subject, "SLA Details:\n" + "\n".join(lines) + "\n", from_email, addresses)
 
 
@@ -107,16 +107,16 @@ def send_email(event: SLAEvent) -> None:
 
 def send_webhook(event: SLAEvent) -> None:
     """POST the event's JSON to SLA_WEBHOOK_URL within SLA_WEBHOOK_TIMEOUT_SECONDS; a non-2xx answer fails."""
-    url = str(getattr(settings, "SLA_WEBHOOK_URL", ""))
+    url = str(settings.SLA_WEBHOOK_URL)
     if not url.startswith(("http://", "https://")):
         raise PermanentFailure(f"SLA_WEBHOOK_URL must be http(s), got {url!r}")
     body = json.dumps(event.payload, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "oozie-py-sla"}
-    secret = str(getattr(settings, "SLA_WEBHOOK_SECRET", ""))
+    secret = str(settings.SLA_WEBHOOK_SECRET)
     if secret:
         headers["X-SLA-Signature"] = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 - scheme checked
-    timeout = float(getattr(settings, "SLA_WEBHOOK_TIMEOUT_SECONDS", 5))
+    timeout = float(settings.SLA_WEBHOOK_TIMEOUT_SECONDS)
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - scheme checked
         if not 200 <= response.status < 300:
             raise OSError(f"webhook answered {response.status}")
@@ -126,22 +126,22 @@ SENDERS: dict[str, Callable[[SLAEvent], None]] = {"email": send_email, "webhook"
 
 
 def _backoff(attempts: int) -> timedelta:
-    base = int(getattr(settings, "SLA_NOTIFY_RETRY_SECONDS", 30))
-    ceiling = int(getattr(settings, "SLA_NOTIFY_RETRY_MAX_SECONDS", 3600))
+    base = int(settings.SLA_NOTIFY_RETRY_SECONDS)
+    ceiling = int(settings.SLA_NOTIFY_RETRY_MAX_SECONDS)
     return timedelta(seconds=min(ceiling, base * 2 ** max(0, attempts - 1)))
 
 
 def deliver(now: datetime | None = None, *, batch: int = BATCH) -> int:
     """Send pending SLA events whose attempt is due (at most `batch`); how many were fully sent."""
     now = now or timezone.now()
-    lease = timedelta(seconds=int(getattr(settings, "SLA_NOTIFY_LEASE_SECONDS", 120)))
+    lease = timedelta(seconds=int(settings.SLA_NOTIFY_LEASE_SECONDS))
     with transaction.atomic():
         events = list(
             skip_locked(SLAEvent.objects.filter(notify_status=NotifyStatus.PENDING, next_attempt_at__lte=now))
             .order_by("next_attempt_at")[:batch]
         )
         SLAEvent.objects.filter(pk__in=[e.pk for e in events]).update(next_attempt_at=now + lease)
-    max_attempts = int(getattr(settings, "SLA_NOTIFY_MAX_ATTEMPTS", 8))
+    max_attempts = int(settings.SLA_NOTIFY_MAX_ATTEMPTS)
     down: set[str] = set()
     sent = 0
     for event in events:

@@ -54,7 +54,7 @@ def register_actions(job: Any, actions: Iterable[Any], *, now: datetime | None =
     records its misses but does not e-mail hundreds of them; Oozie's rule).
     """
     now = now or timezone.now()
-    older = timedelta(hours=int(getattr(settings, "SLA_DISABLE_ALERTS_OLDER_THAN_HOURS", 48)))
+    older = timedelta(hours=int(settings.SLA_DISABLE_ALERTS_OLDER_THAN_HOURS))
     user = None
     rows = []
     for action in actions:
@@ -170,10 +170,10 @@ def channels_for(record: SLARegistration, event: str) -> list[str]:
         frozenset(record.alert_events) if record.alert_events is not None
         else _events_setting("SLA_ALERT_EVENTS", ["END_MISS"])
     )
-    if record.alert_contact.strip() and event in email_events and getattr(settings, "SLA_EMAIL_ENABLED", True):
+    if record.alert_contact.strip() and event in email_events and settings.SLA_EMAIL_ENABLED:
         if email_ready():  # no mail server configured: said once in the log, the event stays in the admin
             channels.append("email")
-    if getattr(settings, "SLA_WEBHOOK_URL", "") and event in _events_setting("SLA_WEBHOOK_EVENTS", ALL_EVENTS):
+    if settings.SLA_WEBHOOK_URL and event in _events_setting("SLA_WEBHOOK_EVENTS", ALL_EVENTS):
         channels.append("webhook")
     return channels
 

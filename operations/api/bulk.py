@@ -31,7 +31,7 @@ SHOWN_UNKNOWN = 10
 
 def max_jobs() -> int:
     """BULK_MAX_JOBS: the most jobs one bulk verb may select."""
-    return int(getattr(settings, "BULK_MAX_JOBS", DEFAULT_MAX_JOBS))
+    return int(settings.BULK_MAX_JOBS)
 
 
 class BulkSerializer(serializers.Serializer[Any]):

@@ -164,7 +164,7 @@ class ActionsBench(keyed_bench.Bench):
             "actions": self.commands,
             "workers": self.workers,
             "concurrency_per_job": self.actions,
-            "service_tick_seconds": int(getattr(settings, "SERVICE_TICK_SECONDS", 10)),
+            "service_tick_seconds": int(settings.SERVICE_TICK_SECONDS),
             "actions_per_s": figures.pop("actions_per_s"),
             "raw_celery_per_s": round(raw, 1),
             "ratio": round(rate / raw, 4),

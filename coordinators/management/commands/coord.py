@@ -10,7 +10,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from coordinators.dryrun import as_text, dryrun, dumps
-from datasets.timeline import DEFAULT_MAX_INSTANCES
 from oozie.definitions import DefinitionError, fsspec_loader
 
 
@@ -37,8 +36,8 @@ class Command(BaseCommand):
                 now=timezone.now(),
                 max_actions=options["max_actions"],
                 processing_timezone=settings.OOZIE_PROCESSING_TIMEZONE,
-                max_instances=getattr(settings, "COORD_MAX_INSTANCES_PER_INPUT", DEFAULT_MAX_INSTANCES),
-                loader=fsspec_loader(allowed_protocols=getattr(settings, "COORD_INCLUDE_PROTOCOLS", None)),
+                max_instances=settings.COORD_MAX_INSTANCES_PER_INPUT,
+                loader=fsspec_loader(allowed_protocols=settings.COORD_INCLUDE_PROTOCOLS),
             )
         except DefinitionError as exc:
             raise CommandError(" ".join(str(exc).split())) from None
