@@ -35,7 +35,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "t
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "kernel.admin_site.AdminConfig",  # django.contrib.admin on the operators' site (kernel.admin_kit)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
