@@ -29,6 +29,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from kernel import processes, task_registry, user_tasks
+from kernel.secrets import masker
 from workflows import notifications, parents
 from workflows.actions import ActionContext, execute
 from workflows.choices import NodeStatus, WorkflowStatus
@@ -62,11 +63,17 @@ def current_run() -> tuple[str, int] | None:
 
 def run_node(node_id: str, attempt: int, hostname: str = "") -> str:
     """Claim, run and record one attempt of a node; what happened, in a word, for the task's result."""
+    return run_attempt(node_id, attempt, hostname)[0]
+
+
+def run_attempt(node_id: str, attempt: int, hostname: str = "") -> tuple[str, str]:
+    """Claim, run and record one attempt of a node: what happened in a word, and its error as the node's
+    page shows it (secrets masked; empty when it did not fail)."""
     worker = identity(hostname)
     node = _retrying(lambda: claim(node_id, attempt, worker), f"node {node_id} attempt {attempt}: claim",
                      CLAIM_RETRY_SECONDS)
     if node is None:
-        return "skipped"
+        return "skipped", ""
     workflow = node.workflow
     _current.run = (node.id, attempt)
     try:
@@ -76,7 +83,11 @@ def run_node(node_id: str, attempt: int, hostname: str = "") -> str:
             outcome = invoke_action(node, worker) if workflow.definition else invoke(node.task_name, workflow, worker)
     finally:
         _current.run = None
-    return record(node_id, attempt, outcome)
+    result = record(node_id, attempt, outcome)
+    if result not in (NodeStatus.ERROR, NodeStatus.FAILED):
+        return result, ""
+    shown = masker(*workflow.secret_sources()).text(f"{outcome.error_code}: {outcome.error_message}")
+    return result, shown
 
 
 #: How long the start report may wait for a row another transaction holds (PostgreSQL).

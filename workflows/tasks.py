@@ -18,14 +18,27 @@ from workflows import (
     commands,  # noqa: F401 - registers the Wf* commands in every worker
     notifications,
 )
+from workflows.choices import NodeStatus
 from workflows.recovery import recover as recover_nodes
-from workflows.runner import run_node
+from workflows.runner import run_attempt
+
+#: The most of a failed node's error a Celery task failure carries (Flower shows it; the node has it all).
+FAILURE_TEXT_CHARS = 1000
 
 
-@shared_task(bind=True, name="workflows.run", ignore_result=True, acks_late=True)
+class NodeFailed(Exception):
+    """A node's task failed (ERROR) or could not run (FAILED). Raised after its outcome was recorded,
+    so Celery records the task as FAILURE and Flower's Failed view lists it; the message is
+    acknowledged, never run again for this."""
+
+
+@shared_task(bind=True, name="workflows.run", ignore_result=True, acks_late=True, throws=(NodeFailed,))
 def run(self: Any, node: str, attempt: int, **display: Any) -> str:
     """Run one attempt of a workflow node (`display`: the parent and task, shown by Flower)."""
-    return run_node(node, int(attempt), getattr(self.request, "hostname", "") or "")
+    result, error = run_attempt(node, int(attempt), getattr(self.request, "hostname", "") or "")
+    if result in (NodeStatus.ERROR, NodeStatus.FAILED):
+        raise NodeFailed(f"{display.get('parent') or node} attempt {attempt} {result}: {error[:FAILURE_TEXT_CHARS]}")
+    return result
 
 
 @shared_task(name="workflows.service.recover", ignore_result=True)

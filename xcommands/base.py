@@ -12,7 +12,7 @@ from celery import current_app as app  # project.celery's app, set up by this pr
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import DatabaseError, IntegrityError, OperationalError
 
-from xcommands.errors import PermanentError, TransientError, UnknownCommand
+from xcommands.errors import CommandFailed, PermanentError, TransientError, UnknownCommand
 
 _REGISTRY: dict[str, type[XCommand]] = {}
 #: What a command's Celery task calls with the command id: `xcommands.engine.process`, handed
@@ -167,8 +167,12 @@ def _make_task(name: str) -> Any:
         # key and params are for Flower only: the database row is the source of truth.
         if _PROCESS is None:
             raise RuntimeError("the command engine is not set up: django.setup() runs XcommandsConfig.ready()")
-        return _PROCESS(command_id)
+        result = _PROCESS(command_id)
+        if result in ("failed", "parked"):  # recorded (rolled back, or parked for an operator): Flower shows it failed
+            raise CommandFailed(f"command {command_id} ({name}) {result}; its error and attempts are on its page")
+        return result
 
     run_command.__name__ = name.rsplit(".", 1)[-1]
     run_command.__doc__ = f"Run one queued {name} under its job key."
-    return app.task(name=name, ignore_result=True, acks_late=True)(run_command)
+    # `throws`: an expected failure, logged by the worker without a traceback (the command's row has it).
+    return app.task(name=name, ignore_result=True, acks_late=True, throws=(CommandFailed,))(run_command)

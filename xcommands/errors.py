@@ -29,3 +29,9 @@ class UnknownCommand(CommandError):  # noqa: N818
 
 class IllegalCommandTransition(CommandError):
     """An operator action that the command's status does not allow (e.g. retry a running one)."""
+
+
+class CommandFailed(CommandError):  # noqa: N818 - what Flower's Failed view lists
+    """Raised by a command's Celery task after the command failed for good (its rollback ran, its row
+    says why): Celery then records the task as FAILURE, so Flower's Failed view shows it. The
+    durable outcome was committed before; the message is acknowledged, never delivered again."""
