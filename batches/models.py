@@ -31,6 +31,7 @@ from batches.choices import (
     SubmissionMode,
     SubmissionType,
 )
+from kernel.querysets import TouchingQuerySet
 
 PRIORITY_VALIDATORS = [MinValueValidator(PRIORITY_MIN), MaxValueValidator(PRIORITY_MAX)]
 
@@ -126,6 +127,8 @@ class Batch(models.Model):
     last_modified = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True, help_text="when it last became completed or failed")
 
+    objects = TouchingQuerySet.as_manager()
+
     class Meta:
         verbose_name_plural = "batches"
         constraints = [
@@ -204,6 +207,8 @@ class BatchJob(models.Model):
     cleaned_at = models.DateTimeField(null=True, blank=True, help_text="its working directory was removed")
     created_at = models.DateTimeField(auto_now_add=True)
     last_modified = models.DateTimeField(auto_now=True)
+
+    objects = TouchingQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["batch", "number"], name="batch_job_number_uniq")]
@@ -294,6 +299,8 @@ class InventoryObject(models.Model):
     creator = models.CharField(max_length=500, blank=True)
     date = models.CharField(max_length=100, blank=True)
     last_modified = models.DateTimeField(auto_now=True)
+
+    objects = TouchingQuerySet.as_manager()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["collection", "primary_id"], name="inventory_object_uniq")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -59,3 +60,13 @@ def test_resume_after_a_processing_failure_restarts_at_processing(ingest: Ingest
     settle()
     batch.refresh_from_db()
     assert batch.reports.count() == 2
+
+
+def test_a_job_that_walked_its_stages_shows_when_it_last_changed(ingest: Ingest) -> None:
+    """"Last change" follows the stages (compare-and-set updates set it, as saves do), not the creation time."""
+    batch = ingest.submit(ingest.deposit.objects(1))
+    settle()
+    job = BatchJob.objects.get(batch=batch)
+    assert job.status == J.COMPLETED and len(job.history) >= 5
+    last_stage = max(datetime.fromisoformat(entry["at"]) for entry in job.history)
+    assert job.last_modified >= last_stage > job.created_at
