@@ -1,8 +1,32 @@
-"""Processes of this machine: whether one is gone (for work whose owner died on this host)."""
+"""Processes of this machine: who this worker is, and whether a process is gone (for work whose owner died here).
+
+A lease owner is `<node>:<pid>`: the Celery node name this process belongs to (`w1@host`, as
+Flower names the worker; the host's name outside a worker) and its pid. Pids are per machine,
+so two owners are on the same machine when their names end in the same host.
+"""
 
 from __future__ import annotations
 
 import os
+import socket
+
+_NODE_NAME = ""
+
+
+def set_node_name(name: str) -> None:
+    """Remember this worker's Celery node name (celeryd_init, before the pool forks: children inherit it)."""
+    global _NODE_NAME
+    _NODE_NAME = name
+
+
+def node_name() -> str:
+    """This process's Celery node name as Flower shows it (`w1@host`), or the host's name outside a worker."""
+    return _NODE_NAME or socket.gethostname()
+
+
+def machine_of(name: str) -> str:
+    """The host a node name runs on: `w1@host` -> `host`; a bare host name is itself."""
+    return name.rpartition("@")[2]
 
 
 def is_gone(pid: int) -> bool:
@@ -26,9 +50,10 @@ def is_gone(pid: int) -> bool:
         return False
 
 
-def owner_pid(owner: str, host: str) -> int | None:
-    """The pid of a `host:pid` lease owner when it is on `host` (this machine or worker), else None."""
+def owner_pid(owner: str, here: str) -> int | None:
+    """The pid of a `<node>:<pid>` lease owner when it runs on the machine `here` names (a node name or
+    a host name), else None."""
     name, _, pid = owner.rpartition(":")
-    if name != host or not pid.isdigit():
+    if not name or machine_of(name) != machine_of(here) or not pid.isdigit():
         return None
     return int(pid)

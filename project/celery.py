@@ -18,11 +18,12 @@ from typing import Any
 
 from celery import Celery
 from celery.concurrency import asynpool
-from celery.signals import task_postrun, task_prerun
+from celery.signals import celeryd_init, task_postrun, task_prerun
 from django.conf import settings
 from django.db import close_old_connections
 from kombu import Exchange, Queue
 
+from kernel import processes
 from project.broker import TRANSPORT
 from project.worker_watchdog import ConsumptionWatchdog
 
@@ -162,6 +163,14 @@ class QuietPeriodicTasks(logging.Filter):
 
 for _name in ROUTINE_LOGGERS:
     logging.getLogger(_name).addFilter(QuietPeriodicTasks())
+
+
+@celeryd_init.connect
+def _remember_node_name(sender: str | None = None, **kwargs: Any) -> None:
+    """The worker's node name (`w1@host`), before the pool forks: lease owners and the dashboard name
+    workers as Flower does (kernel.processes)."""
+    if sender:
+        processes.set_node_name(str(sender))
 
 
 @task_prerun.connect

@@ -164,9 +164,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     oldest_queued = min((load.oldest_queued_at for load in loads.values() if load.oldest_queued_at), default=None)
     lease = int(settings.COMMAND_LEASE_SECONDS)
     workers = [
-        {"name": name, "seen": seen, "ago": human_duration(figures.age(seen)),
-         "quiet": figures.age(seen) > QUIET_LEASES * lease}
-        for name, seen in figures.workers.items()
+        {"name": name, "node": name.rpartition(":")[0] or name, "pid": name.rpartition(":")[2],
+         "seen": seen, "ago": human_duration(figures.age(seen)), "quiet": figures.age(seen) > QUIET_LEASES * lease}
+        for name, seen in sorted(figures.workers.items())
     ]
     due = dict(figures.due_actions)
     context = {
@@ -201,6 +201,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "commands": _changelist("admin:xcommands_command_changelist"),
             "late": reverse("admin:coordinators_coordinatoraction_changelist") + "?late=yes",
             "metrics": reverse("metrics"),
+            "flower": f"{str(settings.FLOWER_URL).rstrip('/')}/" if settings.FLOWER_URL else "",
         },
     }
     return TemplateResponse(request, "admin/dashboard.html", context)

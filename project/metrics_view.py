@@ -21,7 +21,11 @@ from oozieapi.errors import OozieError
 
 
 def _authorized(request: HttpRequest) -> bool:
-    """`Authorization: Bearer <METRICS_TOKEN>`, or any active user of the APIs (basic or API token)."""
+    """`Authorization: Bearer <METRICS_TOKEN>`, any active user of the APIs (basic or API token), or an
+    operator signed in to the admin (the dashboard links here)."""
+    session_user = getattr(request, "user", None)
+    if session_user is not None and session_user.is_authenticated and session_user.is_active and session_user.is_staff:
+        return True
     expected = str(settings.METRICS_TOKEN or "")
     header = request.META.get("HTTP_AUTHORIZATION", "")
     scheme, _, credentials = header.partition(" ")

@@ -345,6 +345,8 @@ OOZIE_PROCESSING_TIMEZONE = env_processing_timezone("OOZIE_PROCESSING_TIMEZONE",
 # Bulk verbs (docs/operations.md): the most jobs one verb may select; an admin selection larger
 # than the threshold runs as one operation; how long Oozie's bulk PUT waits for it to finish.
 BULK_MAX_JOBS = env_int("BULK_MAX_JOBS", 100_000)
+# Where operators open Flower (the dashboard links to it); `manage.py up` sets it for its web server.
+FLOWER_URL = env_str("FLOWER_URL", "")
 BULK_ADMIN_THRESHOLD = env_int("BULK_ADMIN_THRESHOLD", 20)
 OOZIE_BULK_WAIT_SECONDS = env_float("OOZIE_BULK_WAIT_SECONDS", 10.0)
 

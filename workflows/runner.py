@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import threading
 import time
 import traceback
@@ -47,8 +46,8 @@ T = TypeVar("T")
 
 
 def identity(hostname: str = "") -> str:
-    """Who runs a node: the Celery node name (or the host) and this process's pid."""
-    return f"{hostname or socket.gethostname()}:{os.getpid()}"
+    """Who runs a node: the Celery node name (as Flower names the worker; else this process's) and its pid."""
+    return f"{hostname or processes.node_name()}:{os.getpid()}"
 
 
 CLAIM_RETRY_SECONDS = 30.0

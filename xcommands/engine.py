@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 import traceback
@@ -48,11 +47,11 @@ _IDENTITY: tuple[int, str] = (0, "")
 
 
 def worker_identity() -> str:
-    """host:pid of this process, recorded as the lease owner."""
+    """`<node>:<pid>` of this process, recorded as the lease owner (the node as Flower names the worker)."""
     global _IDENTITY
     pid = os.getpid()
     if _IDENTITY[0] != pid:  # computed once per (forked) process
-        _IDENTITY = (pid, f"{socket.gethostname()}:{pid}")
+        _IDENTITY = (pid, f"{processes.node_name()}:{pid}")
     return _IDENTITY[1]
 
 
@@ -165,11 +164,11 @@ def _owner_died_here(command_id: int) -> bool:
     """
     owner = Command.objects.filter(pk=command_id, status__in=sorted(LEASED_STATUSES)).values_list(
         "lease_owner", flat=True).first()
-    pid = processes.owner_pid(owner or "", socket.gethostname())
-    if pid is None or not processes.is_gone(pid):
+    pid = processes.owner_pid(owner or "", processes.node_name())
+    if owner is None or pid is None or not processes.is_gone(pid):
         return False
     now = timezone.now()
-    if not recovery.give_up_lease(command_id, socket.gethostname(), now):
+    if not recovery.give_up_lease(command_id, owner, now):
         return False
     recovery.sweep(now)
     return True

@@ -122,17 +122,18 @@ def rewake_all(now: datetime) -> int:
     ).update(wake_at=now)
 
 
-def give_up_lease(command_id: int, host: str, now: datetime) -> bool:
-    """The lease of a command whose pool process died on this host, expired now; whether one was.
+def give_up_lease(command_id: int, owner: str, now: datetime) -> bool:
+    """The lease of a command whose owner (a pool process of this machine, `<node>:<pid>`) died, expired
+    now; whether one was.
 
-    Only a leased command a process of this host (`host:pid`) holds; the sweep then returns it
-    to its queue (or retries it) as for any expired lease, fencing tokens unchanged.
+    Only while that owner still holds it; the sweep then returns it to its queue (or retries it)
+    as for any expired lease, fencing tokens unchanged.
     """
     expired = Command.objects.filter(
-        pk=command_id, status__in=sorted(LEASED_STATUSES), lease_owner__startswith=f"{host}:",
+        pk=command_id, status__in=sorted(LEASED_STATUSES), lease_owner=owner,
     ).update(lease_expires_at=now - timedelta(microseconds=1))
     if expired:
-        log.warning("command %s: its pool process on %s died; lease given up for a retry now", command_id, host)
+        log.warning("command %s: its owner %s died; lease given up for a retry now", command_id, owner)
     return bool(expired)
 
 

@@ -190,6 +190,8 @@ class Command(BaseCommand):
                 "--graceful-timeout", "10",
                 "--no-control-socket",
             ],
+            # The dashboard links to Flower where this launcher runs it (FLOWER_URL set by hand wins).
+            env={} if flower is None or os.environ.get("FLOWER_URL") else {"FLOWER_URL": flower.url},
         )
         # Two pools: actions' tasks may run for hours and must never hold up the commands and
         # services that keep every job moving (and that notice a lost worker).
