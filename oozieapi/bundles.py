@@ -31,15 +31,10 @@ from kernel.permissions import readable_jobs
 from oozie.definitions import (
     ApplicationNotFoundError,
     DefinitionError,
-    DocumentTooLargeError,
-    MalformedXMLError,
     MissingParameterError,
-    SchemaValidationError,
-    UnsafeXMLError,
-    UnsupportedNamespaceError,
 )
 from oozie.properties import BUNDLE_EXTERNAL_ID
-from oozieapi.errors import OozieError, application_error, bad_parameter, is_no_op
+from oozieapi.errors import OozieError, application_error, bad_parameter, document_error, is_no_op
 from oozieapi.filters import bool_parameter, filter_jobs
 from oozieapi.formats import action_json, bundle_json, json_response
 
@@ -85,10 +80,8 @@ def show(bundle: BundleJob, show: str, zone: tzinfo) -> HttpResponse:
 def submission_error(exc: DefinitionError) -> OozieError:
     """A refused bundle submission as Oozie words it: XML errors E0700/E0701, E1304, E1004, else E1310."""
     text = str(exc)
-    if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):
-        return OozieError(400, "E0700", text)
-    if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
-        return OozieError(400, "E0701", text)
+    if (document := document_error(exc)) is not None:
+        return document
     if isinstance(exc, DuplicateCoordinatorError):
         return OozieError(400, "E1304", text)
     if isinstance(exc, MissingParameterError):

@@ -132,6 +132,16 @@ def application_error(exc: ApplicationNotFoundError | MissingParameterError) -> 
     return OozieError(400, "E0505" if exc.directory_exists else "E0504", exc.app_path)
 
 
+def document_error(exc: Exception) -> OozieError | None:
+    """A refused XML document in Oozie's words: E0700 (not well-formed, unsafe, too large), E0701 (not
+    valid against its schema); None for any other refusal."""
+    if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):
+        return OozieError(400, "E0700", str(exc))
+    if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
+        return OozieError(400, "E0701", str(exc))
+    return None
+
+
 def change_error(exc: ValueError, value: str) -> OozieError:
     """A refused `change`: E1016 for a KILLED or IGNORED job asked for anything but status, else E1015 naming the value.
 
@@ -167,10 +177,8 @@ def from_exception(
         return OozieError(400, "E1018", str(exc))
     if isinstance(exc, IllegalTransition):
         return OozieError(400, "E1025", str(exc))
-    if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):
-        return OozieError(400, "E0700", str(exc))
-    if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
-        return OozieError(400, "E0701", str(exc))
+    if (document := document_error(exc)) is not None:
+        return document
     if isinstance(exc, (IncludeError, ApplicationUnreadableError)):
         return OozieError(400, "E1001", str(exc))
     if isinstance(exc, (ApplicationNotFoundError, MissingParameterError)):

@@ -28,17 +28,12 @@ from kernel.permissions import OwnedJob, check_modify, check_read
 from oozie.definitions import (
     ApplicationNotFoundError,
     DefinitionError,
-    DocumentTooLargeError,
-    MalformedXMLError,
     MissingParameterError,
-    SchemaValidationError,
-    UnsafeXMLError,
-    UnsupportedNamespaceError,
     parse_hadoop_configuration,
 )
 from oozie.definitions.xmlsafe import local_name, parse_xml
 from oozie.properties import USER_NAME, WF_APP_PATH, WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
-from oozieapi.errors import OozieError, application_error, bad_parameter, one_line
+from oozieapi.errors import OozieError, application_error, bad_parameter, document_error, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822
 from oozieapi.joblog import parse_log_filter
@@ -552,10 +547,8 @@ def submission_error(exc: DefinitionError) -> OozieError:
     """A refused workflow application in Oozie's words: its code for the kind of refusal, our one-line reason."""
     if isinstance(exc, (ApplicationNotFoundError, MissingParameterError)):
         return application_error(exc)
-    if isinstance(exc, (MalformedXMLError, UnsafeXMLError, DocumentTooLargeError)):
-        return OozieError(400, "E0700", str(exc))
-    if isinstance(exc, (SchemaValidationError, UnsupportedNamespaceError)):
-        return OozieError(400, "E0701", str(exc))
+    if (document := document_error(exc)) is not None:
+        return document
     if isinstance(exc, UnsupportedActionError):
         return OozieError(400, "E0802", str(exc))
     if isinstance(exc, WorkflowELError):

@@ -521,26 +521,26 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
         resumed(workflow, nodes, now)
         return True
-    for node in nodes:
-        node.workflow = workflow
-        if node.status == NodeStatus.PREP:
-            node.dispatched_at, node.dispatches = now, node.dispatches + 1
-            node.save(update_fields=["dispatched_at", "dispatches"])
-            dispatch_on_commit(node)
+    _send_queued(workflow, nodes, now)
     ended = [node for node in nodes if node.status in NODE_TERMINAL]
     if ended:
         end_workflow(ended[0], now)
     return True
 
 
-def resumed(workflow: WorkflowJob, nodes: list[WorkflowNode], now: datetime) -> None:
-    """After SUSPENDED -> RUNNING: the transitions held while suspended are taken now."""
+def _send_queued(workflow: WorkflowJob, nodes: list[WorkflowNode], now: datetime) -> None:
+    """Send again the nodes a suspended workflow kept queued (PREP), after the caller's commit."""
     for node in nodes:
         node.workflow = workflow
         if node.status == NodeStatus.PREP:
             node.dispatched_at, node.dispatches = now, node.dispatches + 1
             node.save(update_fields=["dispatched_at", "dispatches"])
             dispatch_on_commit(node)
+
+
+def resumed(workflow: WorkflowJob, nodes: list[WorkflowNode], now: datetime) -> None:
+    """After SUSPENDED -> RUNNING: the transitions held while suspended are taken now."""
+    _send_queued(workflow, nodes, now)
     held = [n for n in nodes if n.status in NODE_TERMINAL and not n.transition and n.type not in CONTROL_TYPES.values()]
     for node in sorted(held, key=lambda n: (n.ended_at or now, n.id)):
         workflow.refresh_from_db(fields=["status"])
