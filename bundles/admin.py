@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
@@ -28,15 +28,13 @@ from django.utils.html import format_html
 from bundles import services
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
-from coordinators.choices import ActionStatus, IllegalTransition
+from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
-from kernel.admin_kit import MAX_MESSAGES, ReadOnlyAdmin, pretty, remember_reader, shown
+from kernel.admin_kit import ReadOnlyAdmin, pretty, remember_reader, shown
 from kernel.display import status_colour, status_label
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
-from operations.bulk import VERBS as BULK_VERBS
-from operations.bulk import admin_threshold, start_for_selection
-from operations.services import OperationConflict
+from operations.admin_verbs import SelectionVerbs
 
 TIMELINE_COLUMNS = 48
 MAX_TIMELINE_PAGE = 100_000  # a larger ?timeline= would overflow the database's OFFSET
@@ -233,8 +231,11 @@ class BundleChangeList(ChangeList):
 
 
 @admin.register(BundleJob)
-class BundleJobAdmin(ReadOnlyAdmin):
+class BundleJobAdmin(SelectionVerbs, ReadOnlyAdmin):
     """Bundles: filters, search, coordinators done/total; a page with coordinators and a shared timeline."""
+
+    bulk_kind, noun = "bundle", "bundle"
+    refusals = (JobPermissionDenied,)
 
     list_display = [
         "short_id", "app_name", "status_column", "kick_off", "coordinators_done", "created",
@@ -273,58 +274,12 @@ class BundleJobAdmin(ReadOnlyAdmin):
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return BundleChangeList
 
-    def run_as_operation(self, request: HttpRequest, queryset: QuerySet[BundleJob], verb: str) -> None:
-        """Start the bulk operation for the selection; a conflicting one running is reported, nothing started."""
-        try:
-            operation = start_for_selection("bundle", verb, queryset, user=request.user, filter_text="admin selection")
-        except OperationConflict as exc:
-            self.message_user(request, f"{verb} not started: {exc}", messages.ERROR)
-            return
-        link = reverse("admin:operations_operation_change", args=[operation.pk])
-        self.message_user(request, format_html(
-            '{} of {} bundle(s) runs as <a href="{}">operation {}</a>: its page shows the progress and what failed',
-            verb, operation.remaining, link, operation.pk,
-        ), messages.SUCCESS)
-
-    def run_verb(self, request: HttpRequest, queryset: QuerySet[BundleJob], verb: str) -> None:
-        """Call the domain action for each bundle as the operator; refusals are reported, not raised.
-
-        More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
-        page answers at once with a link to it, where its progress and failures show.
-        """
-        if verb in BULK_VERBS and queryset.count() > admin_threshold():
-            self.run_as_operation(request, queryset, verb)
-            return
-
-        done: list[str] = []
-        refused: list[str] = []
-        skipped: list[str] = []
-        for bundle_id in queryset.order_by("pk").values_list("pk", flat=True):
-            try:
-                if verb == "start":
-                    services.start_bundle(bundle_id, actor=request.user)
-                else:
-                    services.control_bundle(bundle_id, verb, actor=request.user)
-                done.append(bundle_id)
-            except IllegalTransition as exc:
-                if verb not in BULK_VERBS:
-                    refused.append(f"{bundle_id}: {exc}")
-                else:  # the status makes the verb a no-op: skipped, as bulk operations and Oozie's API skip it
-                    skipped.append(f"{bundle_id} ({str(exc).rpartition(': ')[2]})")
-            except (JobPermissionDenied, BundleJob.DoesNotExist) as exc:
-                refused.append(f"{bundle_id}: {exc}")
-        if done:
-            more = f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else ""
-            shown = ", ".join(done[:MAX_MESSAGES]) + more
-            self.message_user(request, f"{verb} queued for {len(done)} bundle(s): {shown}", messages.SUCCESS)
-        if skipped:
-            more = f" and {len(skipped) - MAX_MESSAGES} more" if len(skipped) > MAX_MESSAGES else ""
-            self.message_user(request, f"{verb} skipped for {len(skipped)} bundle(s) whose status makes it a no-op: "
-                              f"{', '.join(skipped[:MAX_MESSAGES])}{more}", messages.INFO)
-        for reason in refused[:MAX_MESSAGES]:
-            self.message_user(request, f"{verb} refused for {reason}", messages.WARNING)
-        if len(refused) > MAX_MESSAGES:
-            self.message_user(request, f"... and {len(refused) - MAX_MESSAGES} more refused", messages.WARNING)
+    def apply_verb(self, request: HttpRequest, object_id: str, verb: str) -> None:
+        """One bundle's verb through the bundle services, as the API and CLI call them."""
+        if verb == "start":
+            services.start_bundle(object_id, actor=request.user)
+        else:
+            services.control_bundle(object_id, verb, actor=request.user)
 
     # --- list columns
 

@@ -121,10 +121,13 @@ class CheckedChangeList(ChangeList):
         return queryset
 
     def get_results(self, request: HttpRequest) -> None:
-        """Count and fetch the page in a savepoint: a value the database refuses (an invalid regular
-        expression) is an invalid lookup too, and leaves the request's transaction usable."""
+        """Count and fetch the page: a value the database refuses (an invalid regular expression) is an
+        invalid lookup too (inside a transaction, in a savepoint, so the transaction stays usable)."""
         try:
-            with transaction.atomic():
+            if transaction.get_connection().in_atomic_block:  # a failed statement must not break the request's transaction
+                with transaction.atomic():
+                    super().get_results(request)
+            else:
                 super().get_results(request)
         except DataError as exc:
             raise IncorrectLookupParameters(exc) from exc

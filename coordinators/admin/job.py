@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -22,11 +22,10 @@ from coordinators import services
 from coordinators.admin import bulk, gantt, grid, timeline
 from coordinators.admin.display import pending_words, render_status_history, status_history_table
 from coordinators.admin.filters import JobStatusFilter
-from coordinators.choices import ActionStatus, IllegalTransition
+from coordinators.choices import ActionStatus
 from coordinators.commands.ignore import IgnoreRefused
 from coordinators.models import CoordinatorJob, SLARegistration, StatusChange
 from kernel.admin_kit import (
-    MAX_MESSAGES,
     ReadOnlyAdmin,
     badge,
     pretty,
@@ -42,9 +41,7 @@ from kernel.display import (
     time_html,
 )
 from kernel.permissions import JobPermissionDenied
-from operations.bulk import VERBS as BULK_VERBS
-from operations.bulk import admin_threshold, start_for_selection
-from operations.services import OperationConflict
+from operations.admin_verbs import SelectionVerbs
 
 
 def _verb_action(verb: str, description: str) -> Callable[..., None]:
@@ -59,8 +56,11 @@ def _verb_action(verb: str, description: str) -> Callable[..., None]:
 
 
 @admin.register(CoordinatorJob)
-class CoordinatorJobAdmin(ReadOnlyAdmin):
+class CoordinatorJobAdmin(SelectionVerbs, ReadOnlyAdmin):
     """Coordinator jobs: filters, search, a summary of their actions and SLA, a timeline; control by bulk actions."""
+
+    bulk_kind, noun = "coordinator", "job"
+    refusals = (JobPermissionDenied, IgnoreRefused)
 
     list_display = [
         "short_id", "app_name", "owner", "status_column", "every", "actions_link", "next_due", "links",
@@ -102,59 +102,14 @@ class CoordinatorJobAdmin(ReadOnlyAdmin):
         "actions_summary", "sla_summary", "configuration_pretty", "definition_pretty", "status_history",
     ]
 
-    def run_as_operation(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob], verb: str) -> None:
-        """Start the bulk operation for the selection; a conflicting one running is reported, nothing started."""
-        try:
-            operation = start_for_selection("coordinator", verb, queryset, user=request.user, filter_text="admin selection")
-        except OperationConflict as exc:
-            self.message_user(request, f"{verb} not started: {exc}", messages.ERROR)
-            return
-        link = reverse("admin:operations_operation_change", args=[operation.pk])
-        self.message_user(request, format_html(
-            '{} of {} job(s) runs as <a href="{}">operation {}</a>: its page shows the progress and what failed',
-            verb, operation.remaining, link, operation.pk,
-        ), messages.SUCCESS)
-
-    def run_verb(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob], verb: str) -> None:
-        """Call the domain action for each job as the operator; refusals are reported, not raised.
-
-        More than BULK_ADMIN_THRESHOLD jobs run as one operation (kill, suspend, resume): the
-        page answers at once with a link to it, where its progress and failures show.
-        """
-        if verb in BULK_VERBS and queryset.count() > admin_threshold():
-            self.run_as_operation(request, queryset, verb)
-            return
-
-        done: list[str] = []
-        refused: list[str] = []
-        skipped: list[str] = []
-        for job_id in queryset.order_by("pk").values_list("pk", flat=True):
-            try:
-                if verb == "start":
-                    services.start_job(job_id, actor=request.user)
-                elif verb == "ignore":
-                    services.ignore_job(job_id, actor=request.user)
-                else:
-                    services.control(job_id, verb, actor=request.user)
-                done.append(job_id)
-            except IllegalTransition as exc:
-                if verb not in BULK_VERBS:
-                    refused.append(f"{job_id}: {exc}")
-                else:  # the status makes the verb a no-op: skipped, as bulk operations and Oozie's API skip it
-                    skipped.append(f"{job_id} ({str(exc).rpartition(': ')[2]})")
-            except (JobPermissionDenied, IgnoreRefused, CoordinatorJob.DoesNotExist) as exc:
-                refused.append(f"{job_id}: {exc}")
-        if done:
-            shown = ", ".join(done[:MAX_MESSAGES]) + (f" and {len(done) - MAX_MESSAGES} more" if len(done) > MAX_MESSAGES else "")
-            self.message_user(request, f"{verb} queued for {len(done)} job(s): {shown}", messages.SUCCESS)
-        if skipped:
-            more = f" and {len(skipped) - MAX_MESSAGES} more" if len(skipped) > MAX_MESSAGES else ""
-            self.message_user(request, f"{verb} skipped for {len(skipped)} job(s) whose status makes it a no-op: "
-                              f"{', '.join(skipped[:MAX_MESSAGES])}{more}", messages.INFO)
-        for reason in refused[:MAX_MESSAGES]:
-            self.message_user(request, f"{verb} refused for {reason}", messages.WARNING)
-        if len(refused) > MAX_MESSAGES:
-            self.message_user(request, f"... and {len(refused) - MAX_MESSAGES} more refused", messages.WARNING)
+    def apply_verb(self, request: HttpRequest, object_id: str, verb: str) -> None:
+        """One job's verb through the coordinator services, as the API and CLI call them."""
+        if verb == "start":
+            services.start_job(object_id, actor=request.user)
+        elif verb == "ignore":
+            services.ignore_job(object_id, actor=request.user)
+        else:
+            services.control(object_id, verb, actor=request.user)
 
     @admin.action(description="Change end time, concurrency or pause time of selected jobs", permissions=["change"])
     def change_jobs(self, request: HttpRequest, queryset: QuerySet[CoordinatorJob]) -> HttpResponse | None:
