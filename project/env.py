@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+N = TypeVar("N", int, float)
 
 
 class ConfigurationError(ValueError):
@@ -33,24 +36,22 @@ def env_bool(name: str, default: bool) -> bool:
 
 def env_int(name: str, default: int) -> int:
     """Read an integer, refusing anything that is not one."""
-    raw = os.environ.get(name, "").strip()
-    if raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ConfigurationError(f"{name}={raw!r} is not an integer") from exc
+    return _env_number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
     """Read a number (seconds, say), refusing anything that is not one."""
+    return _env_number(name, default, float, "a number")
+
+
+def _env_number(name: str, default: N, convert: Callable[[str], N], what: str) -> N:
     raw = os.environ.get(name, "").strip()
     if raw == "":
         return default
     try:
-        return float(raw)
+        return convert(raw)
     except ValueError as exc:
-        raise ConfigurationError(f"{name}={raw!r} is not a number") from exc
+        raise ConfigurationError(f"{name}={raw!r} is not {what}") from exc
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -48,7 +48,7 @@ from workflows.launch import dispatch_on_commit, queue_of, relaunch
 from workflows.models import WorkflowJob, WorkflowNode
 from workflows.outcomes import MAX_ERROR_CHARS, Outcome, end_workflow, store_end
 from workflows.settings import max_launches, user_retry_interval
-from workflows.states import kill_nodes, kill_workflows
+from workflows.states import kill_nodes, kill_workflows, switch_suspended
 
 log = logging.getLogger(__name__)
 
@@ -509,15 +509,10 @@ def resume_workflow(workflow_id: str, now: datetime) -> bool:
     An application takes the transitions held while it was suspended (`resumed`); a `task:`
     workflow whose node ended meanwhile ends now.
     """
-    workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
-    nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
-    if workflow.status != WorkflowStatus.SUSPENDED:
+    moved = switch_suspended(workflow_id, now, suspend=False)
+    if moved is None:
         return False
-    workflow.transition_to(WorkflowStatus.RUNNING)
-    workflow.last_modified = now
-    workflow.save(update_fields=["status", "last_modified"])
-    notifications.job_changed(workflow)
-    parents.suspended_or_resumed(workflow, False)
+    workflow, nodes = moved
     if workflow.definition:  # a workflow application: queued nodes sent, held transitions taken
         resumed(workflow, nodes, now)
         return True

@@ -85,13 +85,21 @@ def revoke(task_ids: list[str]) -> None:
 
 def suspend_workflow(workflow_id: str, now: datetime) -> bool:
     """RUNNING -> SUSPENDED (caller's transaction): a queued node is not claimed; a running one ends, its end held."""
+    return switch_suspended(workflow_id, now, suspend=True) is not None
+
+
+def switch_suspended(workflow_id: str, now: datetime, *, suspend: bool) -> tuple[WorkflowJob, list[WorkflowNode]] | None:
+    """RUNNING -> SUSPENDED (`suspend`) or back, in the caller's transaction, the parent told; the workflow and
+    its nodes (locked, the row first) when it moved, None when its status did not allow it."""
     workflow = WorkflowJob.objects.select_for_update().get(pk=workflow_id)  # the row first, then the nodes
-    list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
-    if workflow.status != WorkflowStatus.RUNNING:
-        return False
-    workflow.transition_to(WorkflowStatus.SUSPENDED)
+    nodes = list(WorkflowNode.objects.select_for_update().filter(workflow_id=workflow_id).order_by("id"))
+    before, after = (WorkflowStatus.RUNNING, WorkflowStatus.SUSPENDED) if suspend else (
+        WorkflowStatus.SUSPENDED, WorkflowStatus.RUNNING)
+    if workflow.status != before:
+        return None
+    workflow.transition_to(after)
     workflow.last_modified = now
     workflow.save(update_fields=["status", "last_modified"])
     notifications.job_changed(workflow)
-    parents.suspended_or_resumed(workflow, True)
-    return True
+    parents.suspended_or_resumed(workflow, suspend)
+    return workflow, nodes
