@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from kombu import pools
 
+from project.celery import app
 from tests.support.processes import (
     RedisServer,
     WorkerProcess,
@@ -40,8 +44,6 @@ def _fast_password_hashing(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _temporary_application_roots(settings: Any) -> None:
     """Tests keep applications and includes in temporary directories: let submissions read there."""
-    import tempfile
-
     settings.COORD_APPLICATION_ROOTS = [*settings.COORD_APPLICATION_ROOTS, f"file://{tempfile.gettempdir()}"]
 
 
@@ -82,8 +84,6 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
 @pytest.fixture
 def celery_to_test_redis(redis_url: str) -> Iterator[str]:
     """Point this process's Celery app (publishing side) at the private Redis."""
-    from project.celery import app
-
     old_broker, old_backend = app.conf.broker_url, app.conf.result_backend
     _point_celery_at(app, redis_url, redis_url)
     yield redis_url
@@ -92,8 +92,6 @@ def celery_to_test_redis(redis_url: str) -> Iterator[str]:
 
 def _point_celery_at(app: Any, broker: str, backend: str) -> None:
     """Switch the in-process Celery app's broker and result backend, dropping cached pools."""
-    from kombu import pools
-
     app.conf.broker_url = broker
     app.conf.result_backend = backend
     pools.reset()  # kombu caches pools per URL globally; start afresh
@@ -110,8 +108,6 @@ def _child_sessions_end_before_teardown(django_db_setup: None, django_db_blocker
     worker's server process may still be on its way out when the test session ends.
     """
     yield
-    from django.db import connection
-
     with django_db_blocker.unblock():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -126,8 +122,6 @@ def worker_env(
     transactional_db: None, celery_to_test_redis: str, _child_sessions_end_before_teardown: None
 ) -> Callable[..., dict[str, str]]:
     """Build the environment of a child process sharing this test's database and Redis."""
-    from django.db import connection
-
     def build(**extra: str) -> dict[str, str]:
         return child_env(connection.settings_dict, celery_to_test_redis, extra)
 

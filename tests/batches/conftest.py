@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 import tests.batches.tasks  # noqa: F401 - registers the test processing tasks
+from batches.commands.stage import fill_slots
 from batches.definitions import (
     Digest,
     FileSpec,
@@ -19,19 +21,16 @@ from batches.definitions import (
     write_batch_manifest,
     write_object_manifest,
 )
+from batches.dispatch import ensure_slots
 from batches.models import Batch, Collection, Profile
+from batches.services import submit_batch
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
 
 
 def settle(rounds: int = 200) -> int:
     """Run queued commands, filling slots between rounds, until nothing is left to run; how many ran."""
-    from django.utils import timezone
-
-    from batches.commands.stage import fill_slots
-    from batches.dispatch import ensure_slots
-    from xcommands.choices import CommandStatus
-    from xcommands.models import Command
-
     ensure_slots()
     ran = 0
     for _ in range(rounds):
@@ -86,8 +85,6 @@ class Ingest:
     work: Path
 
     def submit(self, payload_url: str, type: str = "manifest-of-manifests", **kwargs: Any) -> Batch:  # noqa: A002
-        from batches.services import submit_batch
-
         batch, _ = submit_batch(owner=self.owner, profile=kwargs.pop("profile", self.profile.name),
                                 payload_url=payload_url, type=type, **kwargs)
         return batch

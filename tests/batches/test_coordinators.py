@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 from django.utils import timezone
 
+import batches.services
 from batches.choices import BatchStatus as B
 from batches.models import Batch
 from batches.services import batch_verb, hold_collection, release_collection
@@ -18,11 +19,12 @@ from coordinators.batch_launch import BATCH_NODE, CoordBatchSubmitXCommand, work
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.launchers import launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.services import control, submit_coordinator
+from coordinators.services import control, rerun_job, submit_coordinator
 from datasets.timeline import format_datetime
 from oozie.definitions import DefinitionError
 from statusservice.tasks import input_checks
 from tests.batches.conftest import Ingest, settle
+from tests.batches.tasks import switch
 from tests.support.processes import WorkerProcess, wait_until
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
@@ -172,9 +174,6 @@ def test_a_relaunch_of_the_same_run_opens_no_second_batch(ingest: Ingest) -> Non
 
 def test_a_rerun_opens_a_new_batch_for_the_new_run(ingest: Ingest) -> None:
     """Each run of an action has its batch (`#0`, `#1`): a rerun after a failed batch opens another, which can succeed."""
-    from coordinators.services import rerun_job
-    from tests.batches.tasks import switch
-
     ingest.work.mkdir(parents=True, exist_ok=True)
     switch("fail-processing").touch()
     job = coordinator(ingest)
@@ -198,8 +197,6 @@ def test_an_unexpected_submission_error_fails_the_action_rather_than_leave_it_wa
     ingest: Ingest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A submission that fails for good (not a refusal) is rolled back: the action FAILED naming the error."""
-    import batches.services
-
     def broken(**kwargs: object) -> None:
         raise RuntimeError("inventory unreachable")
 

@@ -12,7 +12,8 @@ from batches.choices import JobStatus as J
 from batches.commands.stage import fill_slots
 from batches.dispatch import ensure_slots, runnable_jobs
 from batches.models import Batch, BatchJob, Slot
-from tests.batches.conftest import Ingest, settle
+from tests.batches.conftest import Ingest, run_pending_commands, settle
+from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,8 +48,6 @@ def test_a_newer_job_of_an_object_waits_for_the_older_one(ingest: Ingest) -> Non
     url = ingest.deposit.objects(1)
     first = ingest.submit(url, priority=9)
     second = ingest.submit(url, priority=0)  # same object (local id obj001), better priority
-    from tests.batches.conftest import run_pending_commands
-
     run_pending_commands()  # both started; their stages run below
     older, newer = BatchJob.objects.get(batch=first), BatchJob.objects.get(batch=second)
     assert newer.blocked_by_id == older.pk and older.blocked_by_id is None
@@ -93,8 +92,6 @@ def test_racing_dispatchers_never_take_a_job_twice_nor_fill_a_slot_twice(ingest:
         tokens = Counter(BatchJob.objects.filter(pk__in=holders).values_list("stage_token", flat=True))
         assert set(tokens) <= {1, 2, 3, 4, 5}
         # the stage commands queued match the jobs taken, one each
-        from xcommands.models import Command
-
         queued = Counter(c.params["job_id"] for c in Command.objects.filter(name="batches.BatchJobStageXCommand"))
         assert all(queued[pk] >= 1 for pk in holders)
         BatchJob.objects.filter(pk__in=holders).update(dispatched=False, status=J.COMPLETED)

@@ -15,6 +15,7 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.definitions import parse_manifest
 from batches.models import Batch, BatchJob, Collection, InventoryFile, InventoryObject, Profile
+from batches.services import submit_batch
 from tests.batches.conftest import Ingest, settle
 from tests.support.processes import ROOT
 
@@ -35,8 +36,6 @@ def example(ingest: Ingest, settings: Any) -> Ingest:
 
 def run(ingest: Ingest, *, trusted: bool) -> tuple[Batch, dict[str, BatchJob]]:
     """Submit batch.checkm to profile `example` and run every command; the batch and its jobs by local id."""
-    from batches.services import submit_batch
-
     batch, created = submit_batch(owner=ingest.owner, profile="example", payload_url=BATCH_URL,
                                   type="manifest-of-manifests", trusted=trusted)
     assert created and batch.status == B.PENDING

@@ -11,11 +11,14 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
+from batches.config import ingest_settings
 from batches.models import Batch, BatchJob, MintedIdentifier
 from batches.services import batch_verb, hold_collection, job_verb, release_collection
+from batches.stages import free_bytes
 from tests.batches.conftest import Ingest
 from tests.batches.tasks import switch
 from tests.support.processes import WorkerProcess, wait_until
@@ -96,8 +99,6 @@ def test_a_hundred_objects_with_three_wrong_digests_end_in_a_report_naming_them(
 
 
 def test_collection_hold_and_release(ingest: Ingest, live_workers: Start, live_beat: Start) -> None:
-    from django.contrib.auth.models import User
-
     admin = User.objects.create_superuser("ops", "ops@example.com", "pw")
     hold_collection("demo", actor=admin, reason="maintenance")
     live_workers(name="w1", **worker_env(ingest))
@@ -113,9 +114,6 @@ def test_collection_hold_and_release(ingest: Ingest, live_workers: Start, live_b
 def test_provisioning_holds_jobs_while_space_is_short_and_lets_them_go_when_it_frees(
     ingest: Ingest, live_workers: Start, live_beat: Start,
 ) -> None:
-    from batches.config import ingest_settings
-    from batches.stages import free_bytes
-
     config = ingest_settings()
     config.reserve_bytes, config.provision_sleep_seconds = free_bytes() * 4, 1
     config.save()
@@ -200,8 +198,6 @@ def test_a_worker_killed_mid_download_resumes_without_fetching_again_what_arrive
 
 def test_jobs_are_taken_by_priority(ingest: Ingest, live_workers: Start, live_beat: Start) -> None:
     """One slot: once both batches are runnable, the better batch's stages run before the other's, but for at most one."""
-    from django.contrib.auth.models import User
-
     admin = User.objects.create_superuser("ops", "ops@example.com", "pw")
     env = worker_env(ingest, BATCH_SLOTS="1")
     hold_collection("demo", actor=admin)

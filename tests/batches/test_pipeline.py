@@ -10,7 +10,9 @@ import pytest
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, InventoryFile, MintedIdentifier
+from batches.services import batch_verb, job_verb
 from tests.batches.conftest import Ingest, settle
+from tests.batches.tasks import switch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,9 +39,6 @@ def test_a_manifest_of_manifests_runs_to_a_report_naming_the_bad_digests(ingest:
 
 
 def test_resume_after_a_processing_failure_restarts_at_processing(ingest: Ingest) -> None:
-    from batches.services import batch_verb, job_verb
-    from tests.batches.tasks import switch
-
     ingest.work.mkdir(parents=True, exist_ok=True)
     switch("fail-processing").touch()
     batch = ingest.submit(ingest.deposit.objects(2))

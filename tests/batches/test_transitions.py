@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
-from batches.commands import NeedsConfirmation
-from batches.models import Batch, BatchJob, InventoryFile, MintedIdentifier
+from batches.commands import BatchStartXCommand, NeedsConfirmation
+from batches.config import ingest_settings
+from batches.definitions import Digest, ObjectSpec, parse_manifest, write_batch_manifest
+from batches.models import Batch, BatchJob, InventoryFile, MintedIdentifier, Slot
 from batches.services import batch_verb, hold_collection, job_verb, release_collection
-from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
+from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed, free_bytes
+from kernel.permissions import JobPermissionDenied
 from kernel.statemachine import IllegalTransition
 from operations.choices import JobStatus as OperationJobStatus
 from operations.models import OperationJob
-from tests.batches.conftest import Ingest, settle
+from statusservice.batches import housekeeping
+from tests.batches.conftest import Ingest, run_pending_commands, settle
 from tests.batches.tasks import switch
+from xcommands.models import Command
+from xcommands.queue import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,8 +44,6 @@ def stages_run(job: BatchJob) -> list[str]:
 
 @pytest.fixture
 def admin(ingest: Ingest) -> Any:
-    from django.contrib.auth.models import User
-
     return User.objects.create_superuser("ops", "ops@example.com", "pw")
 
 
@@ -69,16 +75,9 @@ def test_pending_batch_of_a_held_collection_is_held_and_release_brings_it_back(i
 
 def test_pending_to_processing_creates_one_configured_job_per_object_and_the_operation(ingest: Ingest) -> None:
     """Pending -> processing: configuration, identifiers, priority, working directory; the batch's operation."""
-    from batches.commands import BatchStartXCommand
-    from xcommands.queue import enqueue
-
     batch = ingest.submit(ingest.deposit.objects(3), priority=7)
-    from xcommands.models import Command
-
     Command.objects.all().delete()  # run the start alone
     enqueue(BatchStartXCommand(batch_id=batch.pk))
-    from tests.batches.conftest import run_pending_commands
-
     Command.objects.filter(name="batches.BatchJobStageXCommand").delete()
     run_pending_commands()
     batch.refresh_from_db()
@@ -169,8 +168,6 @@ def test_held_batch_is_deleted(ingest: Ingest, admin: Any) -> None:
 
 def test_completed_batches_are_cleaned_up_after_the_retention_period(ingest: Ingest, settings: Any) -> None:
     """Completed -> automatic cleanup: rows, reports and directories go after BATCH_RETENTION_DAYS."""
-    from statusservice.batches import housekeeping
-
     batch = ingest.submit(ingest.deposit.objects(1))
     settle()
     housekeeping(timezone.now())
@@ -198,20 +195,12 @@ def test_job_pending_to_failed_on_a_corrupt_object_manifest_cannot_be_resumed(in
 
 def test_job_pending_to_held_when_its_collection_was_held_after_it_was_created(ingest: Ingest, admin: Any) -> None:
     """Pending -> held, and held -> pending (admin release) -> on through every stage."""
-    from batches.commands import BatchStartXCommand
-    from tests.batches.conftest import run_pending_commands
-    from xcommands.models import Command
-
     batch = ingest.submit(ingest.deposit.objects(1))
     Command.objects.all().delete()
-    from xcommands.queue import enqueue
-
     enqueue(BatchStartXCommand(batch_id=batch.pk))
     Command.objects.filter(name="batches.BatchJobStageXCommand").delete()
     run_pending_commands()
     BatchJob.objects.filter(batch=batch).update(dispatched=False)
-    from batches.models import Slot
-
     Slot.objects.update(job=None)
     hold_collection("demo", actor=admin)
     settle()
@@ -228,8 +217,6 @@ def test_job_pending_to_held_when_its_collection_was_held_after_it_was_created(i
 
 def test_estimating_sets_space_needed_and_demotes_a_very_large_job(ingest: Ingest) -> None:
     """Estimating -> provisioning: sizes from the manifest; above the large-job size, the large-job priority."""
-    from batches.config import ingest_settings
-
     config = ingest_settings()
     config.large_job_bytes, config.large_job_priority = 30, 40
     config.save()
@@ -244,9 +231,6 @@ def test_estimating_sets_space_needed_and_demotes_a_very_large_job(ingest: Inges
 
 def test_provisioning_waits_while_space_is_short_and_goes_on_when_it_frees(ingest: Ingest) -> None:
     """Provisioning never fails: it waits (no slot held, not before the sleep) until the reserve allows it."""
-    from batches.config import ingest_settings
-    from batches.stages import free_bytes
-
     config = ingest_settings()
     config.reserve_bytes = free_bytes() * 4
     config.provision_sleep_seconds = 60
@@ -381,19 +365,12 @@ def test_failed_job_is_deleted_with_confirmation_while_its_batch_is_not_complete
 
 
 def test_held_job_is_deleted_and_no_longer_holds_up_its_batch(ingest: Ingest, admin: Any) -> None:
-    from batches.commands import BatchStartXCommand
-    from tests.batches.conftest import run_pending_commands
-    from xcommands.models import Command
-    from xcommands.queue import enqueue
-
     batch = ingest.submit(ingest.deposit.objects(2))
     Command.objects.all().delete()
     enqueue(BatchStartXCommand(batch_id=batch.pk))
     Command.objects.filter(name="batches.BatchJobStageXCommand").delete()
     run_pending_commands()
     BatchJob.objects.filter(batch=batch).update(dispatched=False)
-    from batches.models import Slot
-
     Slot.objects.update(job=None)
     hold_collection("demo", actor=admin)
     settle()
@@ -442,10 +419,6 @@ def test_requeue_starts_a_failed_job_over_and_its_running_batch_waits_for_it(
 
 
 def test_others_may_not_act_on_a_batch(ingest: Ingest) -> None:
-    from django.contrib.auth.models import User
-
-    from kernel.permissions import JobPermissionDenied
-
     batch = ingest.submit(ingest.deposit.objects(1, wrong={1}))
     settle()
     mallory = User.objects.create_user("mallory")
@@ -459,10 +432,6 @@ def test_others_may_not_act_on_a_batch(ingest: Ingest) -> None:
 
 def test_job_pending_to_failed_when_its_object_manifest_does_not_match_the_depositors_digest(ingest: Ingest) -> None:
     """Pending -> failed (seed: "payload digest does not match depositor digest"); the good one goes on."""
-    import hashlib
-
-    from batches.definitions import Digest, ObjectSpec, parse_manifest, write_batch_manifest
-
     url = ingest.deposit.objects(2)
     rows = parse_manifest((ingest.deposit.root / "obj-batch.checkm").read_bytes(), base_url=url).objects
     good = hashlib.md5((ingest.deposit.root / "obj001.checkm").read_bytes()).hexdigest()  # noqa: S324

@@ -12,15 +12,17 @@ from django.utils import timezone
 
 from bundles import services
 from bundles.models import BundleJob
+from statusservice import bundles as bundle_services
+from statusservice import coordinators as coordinator_services
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from workflows.choices import NodeStatus
+from workflows.models import WorkflowNode
+from workflows.runner import run_node
 
 
 def settle(rounds: int = 6) -> None:
     """Run queued commands and the services (bundle statuses, input checks, job statuses) until nothing changes."""
-    from statusservice import bundles as bundle_services
-    from statusservice import coordinators as coordinator_services
-
     for _ in range(rounds):
         ran = run_pending_commands()
         now = timezone.now()
@@ -32,10 +34,6 @@ def settle(rounds: int = 6) -> None:
 
 def run_actions() -> int:
     """Run launched actions' tasks in this process (as a worker would) and settle, until none is left; how many ran."""
-    from workflows.choices import NodeStatus
-    from workflows.models import WorkflowNode
-    from workflows.runner import run_node
-
     ran = 0
     while True:
         queued = list(WorkflowNode.objects.filter(status=NodeStatus.PREP).values_list("pk", "attempt"))

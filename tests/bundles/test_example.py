@@ -12,8 +12,10 @@ from django.utils import timezone
 
 from bundles import services
 from bundles.models import BundleJob
+from coordinators.models import CoordinatorJob
 from oozie.definitions import DefinitionError, parse_properties
 from oozie.properties import BUNDLE_APP_PATH
+from tests.bundles.conftest import settle
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.support.processes import ROOT
 
@@ -102,9 +104,6 @@ def test_relative_app_paths_are_taken_from_the_bundles_directory(tmp_path: Path,
 @pytest.mark.usefixtures("in_process_engine")
 def test_a_coordinator_started_later_gets_its_full_app_path(tmp_path: Path) -> None:
     """The path resolved at submission is stored with the application and is what the started coordinator names."""
-    from coordinators.models import CoordinatorJob
-    from tests.bundles.conftest import settle
-
     apps = tmp_path / "apps"
     write_coordinator(apps, "hourly")
     xml = bundle_xml([("hourly", Path("hourly"))]).replace("file://hourly", "hourly")

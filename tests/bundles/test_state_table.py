@@ -15,11 +15,16 @@ from django.utils import timezone
 
 from bundles import services
 from bundles.choices import BundleStatus as B
-from bundles.models import BundleJob
+from bundles.commands import BundleStartXCommand
+from bundles.models import BundleAction, BundleJob
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorJob
 from statusservice import bundles as bundle_services
 from tests.bundles.conftest import run_actions, settle
+from tests.bundles.factories import minute
+from tests.coordinators.runtime.conftest import run_pending_commands
+from xcommands import engine
+from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 
@@ -87,8 +92,6 @@ def test_user_start_runs_and_submits_the_children(make_bundle: Make) -> None:
 
 def test_kick_off_time_reached_runs_and_submits_the_children(make_bundle: Make) -> None:
     """Prep -> Running (kick-off time reaches): nothing before it, everything after."""
-    from tests.bundles.factories import minute
-
     bundle = make_bundle(kick_off=minute(10))
     assert bundle.status == B.PREP
     assert bundle_services.kickoffs(timezone.now()) == 0
@@ -205,14 +208,10 @@ def test_a_critical_child_failing_a_bundle_running_with_error_fails_it(make_bund
                          start=False, critical=("critical",))
     break_submission(bundle, "broken")
     services.start_bundle(bundle.id, actor=ann())
-    from tests.coordinators.runtime.conftest import run_pending_commands
-
     run_pending_commands()  # both submissions fail or succeed; the status is derived once
     assert bundle_services.statuses(timezone.now()) == 1
     run_pending_commands()
     assert refreshed(bundle).status == B.RUNNINGWITHERROR
-    from bundles.models import BundleAction
-
     BundleAction.objects.filter(bundle=bundle, coord_name="critical").update(
         coord_job=None, status=J.FAILED, dirty=True  # as if its submission had failed after the other one's
     )
@@ -289,14 +288,8 @@ def test_kill_from_any_state_kills_the_children(make_bundle: Make, arrange: str)
 
 def test_kill_before_the_children_are_submitted_submits_none(make_bundle: Make) -> None:
     """A kill that overtakes the queued submissions: they submit nothing, and the bundle stays KILLED."""
-    from tests.coordinators.runtime.conftest import run_pending_commands
-
     bundle = make_bundle(start=False)
     services.start_bundle(bundle.id, actor=ann())
-    from bundles.commands import BundleStartXCommand
-    from xcommands import engine
-    from xcommands.models import Command
-
     start_command = Command.objects.get(name=BundleStartXCommand.command_name, key=bundle.id)
     assert engine.process(start_command.pk) == "succeeded"  # actions created, submissions queued
     services.control_bundle(bundle.id, "kill", actor=ann())

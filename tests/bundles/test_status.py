@@ -8,9 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 
 from bundles.choices import BundleStatus as B
+from bundles.commands.lifecycle import BundleStatusTransitXCommand
 from bundles.models import BundleAction, BundleJob
 from bundles.status import derive_status
 from coordinators.choices import JobStatus as J
@@ -96,10 +97,6 @@ def test_the_status_transit_waits_for_a_mirror_in_flight_and_reads_the_coordinat
     the transit "repaired" the fresh mirror back to RUNNING. Only PostgreSQL lets both transactions
     run at once (SQLite has one writer).
     """
-    from django.db import connection
-
-    from bundles.commands.lifecycle import BundleStatusTransitXCommand
-
     if connection.vendor != "postgresql":
         pytest.skip("needs two concurrent writers (PostgreSQL)")
     bundle = make_bundle()

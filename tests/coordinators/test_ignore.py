@@ -18,6 +18,7 @@ from coordinators.services import (
     control,
     ignore_actions,
     ignore_job,
+    rerun_job,
     submit_coordinator,
 )
 from datasets.timeline import format_datetime
@@ -259,8 +260,6 @@ def test_ignored_actions_appear_in_status_filters(ann: User) -> None:
 
 def test_an_ignored_action_can_be_rerun(ann: User) -> None:
     """DG_CommandLineTool: "A ignored coordinator action can be rerun using -rerun command"."""
-    from coordinators.services import rerun_job
-
     job = running_job(ann)
     set_statuses(job, {1: A.FAILED})
     ignore_actions(job.id, actor=ann, ignore_type="action", scope="1")

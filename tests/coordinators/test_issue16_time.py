@@ -23,7 +23,7 @@ from django.utils import timezone
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.plan import iter_action_plans, plan_action, resolve_coordinator
-from coordinators.services import submit_coordinator
+from coordinators.services import rerun_job, submit_coordinator
 from datasets.timeline import format_datetime, parse_datetime, resolve_timezone, to_local
 from oozie.definitions import DefinitionError, parse_coordinator
 from tests.coordinators.api.factories import api, user
@@ -314,8 +314,6 @@ def test_an_action_whose_range_is_reversed_fails_with_the_reason(in_process_engi
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNINGWITHERROR
     # A rerun plans it again: still reversed, so it stays FAILED and never runs without its input.
-    from coordinators.services import rerun_job
-
     rerun_job(job.id, actor=ann, rerun_type="action", scope="1")
     run_pending_commands()
     first = job.actions.get(number=1)

@@ -16,6 +16,7 @@ from datasets.timeline import (
     resolve_timezone,
     to_local,
 )
+from datasets.timeline.cron import CronSchedule
 
 P = parse_datetime
 
@@ -53,8 +54,6 @@ def test_cron_schedule_on_a_dst_wall_clock_skips_the_gap() -> None:
     Coordinators read cron on the processing time zone's clock (issue 16, tests/datasets/timeline/
     test_cron_zone.py); the schedule itself still handles a clock with DST.
     """
-    from datasets.timeline.cron import CronSchedule
-
     zone = resolve_timezone("America/New_York")
     schedule = CronSchedule.parse("30 2 * * *")
     first = schedule.next_at_or_after(P("2009-03-07T00:00Z"), zone)

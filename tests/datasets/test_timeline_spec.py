@@ -10,6 +10,7 @@ import pytest
 from datasets.timeline import (
     DatasetTimeline,
     Frequency,
+    TimeUnit,
     days_in_month,
     first_nominal_time,
     format_datetime,
@@ -18,6 +19,7 @@ from datasets.timeline import (
     iter_nominal_times,
     parse_datetime,
     resolve_timezone,
+    start_of_period,
     tz_offset,
 )
 
@@ -277,6 +279,4 @@ def test_end_of_weeks(start: str, tz: str, first: str) -> None:
 )
 def test_end_of_months_as_instance(n: int, expected: str) -> None:
     """Reference 6.6.9: in a start-instance, coord:endOfMonths(n) is the start of month n+1 from the nominal month."""
-    from datasets.timeline import TimeUnit, start_of_period
-
     assert fmt(start_of_period(P("2009-05-29T00:00Z"), n, TimeUnit.END_OF_MONTH, resolve_timezone("UTC"))) == expected

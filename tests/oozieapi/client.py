@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.models import User
 from django.test import Client
@@ -32,8 +33,6 @@ class Oozie:
         return self.client.get(f"/oozie/{self.version}/{path}", params, headers=self.headers)
 
     def put(self, path: str, **params: Any) -> Any:
-        from urllib.parse import urlencode
-
         return self.client.put(f"/oozie/{self.version}/{path}?{urlencode(params)}", headers=self.headers)
 
     def submit(self, properties: dict[str, str], action: str | None = None, content_type: str = "application/xml;charset=UTF-8") -> Any:

@@ -26,6 +26,7 @@ from oozieapi.filters import (
     OOZIE_JOB_STATUSES,
     OOZIE_WORKFLOW_STATUSES,
 )
+from oozieapi.ids import is_bundle_id, is_workflow_id, kind_of
 from tests.bundles.api.factories import running_bundle
 from tests.coordinators.api.factories import api, bulk_actions, bulk_jobs, coordinator_xml, window
 from tests.coordinators.runtime.conftest import run_pending_commands
@@ -443,8 +444,6 @@ def test_a_jobs_actions_page_up_to_5000(ann: User) -> None:
 ])
 def test_one_rule_routes_ids_by_kind(job_id: str, kind: str) -> None:
     """The API, the CLI and secret masking route an id by its suffix before '@', as Oozie does (oozieapi.ids)."""
-    from oozieapi.ids import is_bundle_id, is_workflow_id, kind_of
-
     assert kind_of(job_id) == kind
     assert is_workflow_id(job_id) == (kind == "workflow")
     assert is_bundle_id(job_id) == (kind == "bundle" and "@" not in job_id)

@@ -17,6 +17,7 @@ from django.test import override_settings
 from lxml import etree
 
 from oozie.definitions import serialize_hadoop_configuration
+from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
 from tests.oozieapi.test_workflow_jobs import NODE_KEYS, RFC822, WORKFLOW_KEYS, launch
 from tests.workflows.api.factories import APP_PATH, drive, pipeline_app, rows, submit, write_app
@@ -192,8 +193,6 @@ def test_suspend_resume_and_kill_of_a_running_application(ann: User, tmp_path: P
     assert WorkflowJob.objects.get(pk=workflow.pk).status == WorkflowStatus.SUSPENDED
     assert WorkflowNode.objects.get(workflow=workflow, name="prepare").status == NodeStatus.PREP  # not claimed
     assert oozie.put(f"job/{workflow.id}", action="resume").status_code == 200
-    from tests.coordinators.runtime.conftest import run_pending_commands
-
     run_pending_commands()
     assert WorkflowJob.objects.get(pk=workflow.pk).status == WorkflowStatus.RUNNING
     assert oozie.put(f"job/{workflow.id}", action="kill").status_code == 200

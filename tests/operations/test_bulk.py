@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from bundles import services
+from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from coordinators.services import submit_coordinator
@@ -14,6 +16,8 @@ from operations.bulk import start_bulk
 from operations.choices import OperationStatus
 from operations.models import Operation
 from operations.services import OperationConflict
+from tests.bundles.factories import bundle_xml, write_coordinator
+from tests.bundles.factories import window as bundle_window
 from tests.coordinators.api.factories import coordinator_xml, window
 from tests.operations.conftest import run_all
 
@@ -79,11 +83,6 @@ def test_kill_and_resume_on_one_scope_are_incompatible_two_suspends_are_not() ->
 
 def test_bulk_verbs_act_on_bundles_too(tmp_path: Any) -> None:
     """The same operations kill bundles (and, through them, their coordinators)."""
-    from bundles import services
-    from bundles.models import BundleJob
-    from tests.bundles.factories import bundle_xml, write_coordinator
-    from tests.bundles.factories import window as bundle_window
-
     ann = User.objects.create_user("ann")
     bundle = services.submit_bundle(bundle_xml([("c1", write_coordinator(tmp_path, "c1"))]), bundle_window(), owner=ann)
     run_all()

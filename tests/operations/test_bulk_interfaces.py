@@ -26,6 +26,7 @@ from operations.models import Operation
 from tests.bundles.conftest import make_bundle, settle  # noqa: F401 - a fixture
 from tests.coordinators.api.factories import api, bulk_jobs, user
 from tests.operations.conftest import run_all
+from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 
@@ -272,8 +273,6 @@ def test_cli_bulk_verb_needs_a_filter_and_starts_the_operation() -> None:
 
 def test_flower_shows_each_job_command_by_name_with_its_key_and_operation() -> None:
     """Each selected job is an `operations.OperationJobXCommand` on that job's key, naming the operation and its type."""
-    from xcommands.models import Command
-
     ann = user("ann")
     ids = bulk_jobs(ann, 2)
     operation = start_bulk("coordinator", "kill", ids, user=ann, owner="ann")

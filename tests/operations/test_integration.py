@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import tests.operations.types  # noqa: F401 - registers the test operation types
 from operations.choices import JobStatus, OperationStatus
 from operations.commands import OperationCompleteXCommand
 from operations.models import Operation, OperationJob
@@ -43,8 +44,6 @@ def test_a_job_whose_worker_is_killed_resumes_from_its_progress(
     live_workers: Start, live_beat: Start, celery_to_test_redis: str
 ) -> None:
     """SIGKILL of the whole worker mid-job: another worker resumes the job where its progress says; it ends once."""
-    import tests.operations.types  # noqa: F401
-
     doomed = live_workers(name="doomed", **ENV)
     live_beat(**ENV)
     operation = start_operation("test.steps", "table-k", {"steps": 12, "seconds": 0.3}, ["p1"])
@@ -66,8 +65,6 @@ def test_a_500_job_operation_survives_killed_workers_and_completes_once(
 ) -> None:
     """Workers SIGKILLed (pool processes and whole workers) during 500 jobs: each job has exactly one outcome,
     every job succeeded, and the operation is marked completed exactly once."""
-    import tests.operations.types  # noqa: F401
-
     outcomes, completions = tmp_path / "outcomes", tmp_path / "completions"
     workers = [live_workers(name=f"w{i}", concurrency=2, **ENV) for i in range(2)]
     live_beat(**ENV)

@@ -17,6 +17,7 @@ from statusservice.operations import lost_completions
 from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.operations.conftest import run_all
 from tests.operations.types import COMPLETIONS
+from xcommands.keyed import TaskNotAllowed, enqueue_job
 from xcommands.models import Command
 from xcommands.queue import enqueue
 
@@ -168,7 +169,5 @@ def test_progress_while_it_runs() -> None:
 
 def test_keys_of_completions_are_reserved() -> None:
     """Nobody queues keyed jobs under `operation:`: they could hold up a target's completions."""
-    from xcommands.keyed import TaskNotAllowed, enqueue_job
-
     with pytest.raises(TaskNotAllowed, match="reserved"):
         enqueue_job("operation:table-1", "examples.noop")

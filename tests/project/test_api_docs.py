@@ -13,6 +13,7 @@ import shutil
 import urllib.request
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,6 @@ def test_the_docs_assets_are_files_of_the_installed_sidecar(client: Client, page
 
 def test_the_sidecar_is_pinned() -> None:
     """drf-spectacular-sidecar is a declared dependency, pinned in constraints.txt to the installed version."""
-    from importlib.metadata import version
-
     root = Path(__file__).resolve().parents[2]
     pins = dict(
         line.split("==", 1) for line in (root / "constraints.txt").read_text().splitlines() if "==" in line
@@ -108,9 +107,9 @@ def chromium(tmp_path: Path) -> Iterator[Any]:
         if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
             pytest.fail(f"CI must run the browser tests: {reason}")
         pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
+    from selenium import webdriver  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.chrome.options import Options  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     options = Options()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
@@ -135,8 +134,8 @@ def _resources_from_other_hosts(driver: Any, base: str) -> list[str]:
 @pytest.mark.django_db
 def test_swagger_ui_renders_the_operations_in_chromium(chromium: Any, live_server: Any) -> None:
     """Swagger UI draws the API's operations (coordinator jobs among them), fetching nothing from another host."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     chromium.get(f"{live_server.url}/api/docs/")
     WebDriverWait(chromium, 60).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, ".opblock")) > 10)
@@ -152,8 +151,8 @@ def test_swagger_ui_renders_the_operations_in_chromium(chromium: Any, live_serve
 @pytest.mark.django_db
 def test_redoc_renders_the_operations_in_chromium(chromium: Any, live_server: Any) -> None:
     """ReDoc draws the operations menu, fetching nothing from another host, without console errors."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     chromium.get(f"{live_server.url}/api/redoc/")
     WebDriverWait(chromium, 60).until(lambda d: "coordinator-jobs" in d.find_element(By.TAG_NAME, "body").text)

@@ -8,6 +8,7 @@ from kombu import Connection, Exchange, Producer, Queue
 from kombu.common import ignore_errors
 
 from project.broker import TRANSPORT
+from project.celery import app
 
 STOCK = "kombu.transport.redis:Transport"
 
@@ -51,8 +52,6 @@ def test_closing_a_collected_connection_stays_a_connection_error(
 def test_the_project_app_uses_the_transport_and_still_names_it_redis(redis_url: str) -> None:
     """Celery's broker connections use project.broker's transport; their URI still says redis://
     (Flower chooses its broker client by that scheme), and publishing and consuming work."""
-    from project.celery import app
-
     assert app.conf.broker_transport == TRANSPORT
     assert app.conf.broker_connection_max_retries is None
     with app.connection_for_write(redis_url) as connection:

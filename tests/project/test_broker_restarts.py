@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
+from project.celery import app
+from tests.conftest import _point_celery_at
 from tests.support.processes import RedisServer, WorkerProcess, start_redis, wait_until
 from xcommands.choices import CommandStatus
 from xcommands.keyed import enqueue_job
@@ -42,9 +44,6 @@ def own_redis(celery_to_test_redis: str) -> Iterator[RedisServer]:
     Requested before the worker fixtures, so it is torn down after them: the workers' warm
     shutdown still has its broker.
     """
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
     server = start_redis()
     _point_celery_at(app, server.url, server.url)
     try:

@@ -24,6 +24,8 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from kernel.parsers import MAX_JSON_DEPTH
 from oozie.definitions import serialize_hadoop_configuration
+from project.flower_auth import flower_child
+from project.launcher import LauncherError
 from tests.coordinators.api.factories import bulk_actions, coordinator_xml, token, user, window
 from tests.oozieapi.client import basic, error_of
 from xcommands.models import Command
@@ -606,9 +608,6 @@ def test_another_user_never_reads_a_secret_property(ann: User) -> None:
 @pytest.mark.parametrize("basic_auth", ["", "   ", "no-colon-here", "ops-only:"])
 def test_flower_refuses_an_empty_or_malformed_login(tmp_path: Path, basic_auth: str) -> None:
     """FLOWER_BASIC_AUTH empty or malformed: the launcher refuses to start Flower, without echoing the value."""
-    from project.flower_auth import flower_child
-    from project.launcher import LauncherError
-
     with pytest.raises(LauncherError) as refused_start:
         flower_child(python="python", port=5555, var_dir=tmp_path, basic_auth=basic_auth)
     assert "FLOWER_BASIC_AUTH" in str(refused_start.value)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import OperationalError
+from django.db.models.query import QuerySet
 from django.test import Client
+
+from tests.coordinators.api.factories import token, user
+from tests.oozieapi.client import basic
 
 pytestmark = pytest.mark.django_db
 
@@ -62,12 +67,6 @@ def test_a_request_that_lost_the_database_gets_503_with_retry_after(
     path: str, oozie: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A database gone mid-request (a PostgreSQL restart) is a 503 with Retry-After (E0603 under /oozie/), not a 500."""
-    from django.db import OperationalError
-    from django.db.models.query import QuerySet
-
-    from tests.coordinators.api.factories import token, user
-    from tests.oozieapi.client import basic
-
     account = user("outage")
     auth = basic(account) if oozie else f"Token {token(account)}"
 

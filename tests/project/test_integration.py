@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from project.launcher import free_port
+from project.tasks import healthcheck
 from tests.support.processes import ROOT, WorkerProcess, group_members, wait_until
 
 pytestmark = pytest.mark.integration
@@ -27,8 +28,6 @@ pytestmark = pytest.mark.integration
 
 def test_real_worker_runs_a_task_end_to_end(live_workers: Callable[..., WorkerProcess]) -> None:
     """A task sent through the real Redis runs in a real worker process, which reaches the DB."""
-    from project.tasks import healthcheck
-
     live_workers(name="w1", queues=("default",), concurrency=1)
     result = healthcheck.apply_async()
     assert result.get(timeout=30) == {"worker": os.uname().nodename, "database": "ok"}

@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 import redis
 
+from project.celery import app
 from project.launcher import Child, Supervisor
+from project.tasks import healthcheck
+from tests.conftest import _point_celery_at
+from tests.project.test_integration import Launcher, _get, up_environment
 from tests.support.processes import group_members, wait_until
 
 # A child that notes when SIGTERM reached it, lingers `delay` seconds, notes its exit, and exits.
@@ -164,11 +168,6 @@ def test_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -> None:
     """Under `manage.py up`, a worker whose group is SIGKILLed and a SIGKILLed Redis come back by
     themselves, each restart logged with how the child ended; Redis keeps its data (appendonly),
     the worker rides out the Redis restart and runs tasks again, and SIGTERM still stops all."""
-    from project.celery import app
-    from project.tasks import healthcheck
-    from tests.conftest import _point_celery_at
-    from tests.project.test_integration import Launcher, _get, up_environment
-
     env, (port, _, redis_port) = up_environment(tmp_path)
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     old_broker, old_backend = app.conf.broker_url, app.conf.result_backend
@@ -211,8 +210,6 @@ def test_a_warm_stop_lets_a_running_task_finish_and_be_acknowledged(
     worker_env: Any, celery_to_test_redis: str, tmp_path: Path,
 ) -> None:
     """Stop while a real worker runs a 3 s task: the task ends (its line is written), no WorkerLostError, nothing restored."""
-    from project.celery import app
-
     env = worker_env(WORKFLOW_FS_ROOTS=f"file://{tmp_path}", ALLOWED_TASKS="examples.*")
     logfile = tmp_path / "worker.log"
     lines: list[str] = []

@@ -8,6 +8,7 @@ from itertools import count
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 from prometheus_client.openmetrics.parser import (
@@ -18,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from batches.models import Batch, BatchJob, Collection, Profile
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from monitoring import ENDED_ACTIONS_CACHE_KEY
 from tests.coordinators.api.factories import bulk_jobs, token, user
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.models import Command
@@ -219,10 +221,6 @@ def test_jobs_actions_bundles_batches_and_runs_by_status_follow_the_rows() -> No
 
 def test_ended_action_counts_are_reused_while_live_ones_are_fresh(settings: Any) -> None:
     """With METRICS_ENDED_ACTIONS_SECONDS, ended counts (a full scan) come from the cache; pending and running never do."""
-    from django.core.cache import cache
-
-    from monitoring import ENDED_ACTIONS_CACHE_KEY
-
     settings.METRICS_ENDED_ACTIONS_SECONDS = 60
     cache.delete(ENDED_ACTIONS_CACHE_KEY)
     [job] = bulk_jobs(user("ann"), 1)

@@ -21,16 +21,34 @@ from typing import Any
 
 import pytest
 import redis
+from celery.signals import task_postrun
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.core import mail
+from django.core.mail import EmailMessage
 from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus
-from coordinators.models import CoordinatorAction, CoordinatorJob
-from project.celery import QUEUE_NAMES
+from coordinators.commands import CoordActionInputCheckXCommand
+from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent
+from coordinators.services import submit_coordinator
+from coordinators.sla import notify
+from coordinators.sla.models import NotifyStatus
+from coordinators.sla.notify import deliver
+from coordinators.sla.service import check
+from kernel.mail import EmailNotConfigured, email_configured
+from project.celery import QUEUE_NAMES, app
 from statusservice import tick as clock
 from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - a fixture
+from tests.coordinators.runtime.test_end_to_end import definition, minute
+from tests.coordinators.sla.factories import SLA_01, materialized_job
+from tests.statusservice.test_coordinator_services import job_with
 from tests.support.processes import WorkerProcess, wait_until
+from workflows.launch import RUN_TASK, dispatch, display_name
+from xcommands.base import registered_command
+from xcommands.choices import CommandStatus
+from xcommands.models import Command
 
 Start = Callable[..., WorkerProcess]
 
@@ -138,9 +156,6 @@ def test_a_check_due_between_ticks_runs_at_its_due_time_and_flower_names_the_act
     live_workers: Start, live_beat: Start, celery_to_test_redis: str, tmp_path: Path
 ) -> None:
     """With a 30 s tick, a new action is checked at once and its next check (4 s later) on time; its task is shown with its id."""
-    from coordinators.services import submit_coordinator
-    from tests.coordinators.runtime.test_end_to_end import definition, minute
-
     slow_tick = {
         "SERVICE_TICK_SECONDS": "30", "STATUS_SERVICE_SECONDS": "30", "COMMAND_SWEEP_SECONDS": "30",
         "COORD_INPUT_CHECK_SECONDS": "4", "COORD_INPUT_CHECK_MAX_SECONDS": "4", "COMMAND_RING_STALE_SECONDS": "2",
@@ -173,8 +188,6 @@ def test_a_check_due_between_ticks_runs_at_its_due_time_and_flower_names_the_act
 
 def test_the_beat_schedule_is_one_tick_no_longer_than_the_service_periods() -> None:
     """Beat sends only the tick; it comes every SERVICE_TICK_SECONDS, or sooner when a service period is shorter."""
-    from django.conf import settings
-
     assert [entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()] == [clock.TICK_TASK]
     with override_settings(SERVICE_TICK_SECONDS=10, STATUS_SERVICE_SECONDS=10, COMMAND_SWEEP_SECONDS=15):
         assert clock.tick_seconds() == 10
@@ -219,8 +232,6 @@ def test_a_failing_service_does_not_stop_the_others(
 
 def waiting_job(owner: str) -> CoordinatorJob:
     """A running job with two WAITING actions whose inputs never come (checked once, next checks in a minute)."""
-    from tests.statusservice.test_coordinator_services import job_with
-
     job = job_with(User.objects.create_user(owner), -3, 30, inputs=True)
     assert job.actions.filter(status=ActionStatus.WAITING).count() >= 2
     return job
@@ -272,10 +283,6 @@ def test_no_wakeup_for_work_due_after_the_next_tick(redis_url: str) -> None:
 @pytest.mark.usefixtures("in_process_engine")
 def test_a_wakeup_queues_the_due_checks_and_arms_the_next_no_sooner_than_its_spacing(redis_url: str) -> None:
     """The wake-up queues the check of the due action; the next one, due in 0.2 s, is woken 2 s later (the spacing)."""
-    from coordinators.commands import CoordActionInputCheckXCommand
-    from xcommands.choices import CommandStatus
-    from xcommands.models import Command
-
     job = waiting_job("run")
     first, second = job.actions.order_by("number")[:2]
     due_in(first, -1)
@@ -301,10 +308,6 @@ def test_a_wakeup_queues_the_due_checks_and_arms_the_next_no_sooner_than_its_spa
 @pytest.mark.usefixtures("in_process_engine")
 def test_a_materialization_wakes_the_checks_of_its_new_actions_at_once(redis_url: str) -> None:
     """After a materialize task (the worker's task_postrun), due checks get a wake-up now; after other commands nothing."""
-    from celery.signals import task_postrun
-
-    from xcommands.base import registered_command
-
     job = waiting_job("new")
     CoordinatorAction.objects.filter(job=job).update(next_check_at=timezone.now() + timedelta(hours=1))
     first = job.actions.order_by("number").first()
@@ -322,8 +325,6 @@ def test_a_materialization_wakes_the_checks_of_its_new_actions_at_once(redis_url
 @pytest.mark.django_db(transaction=True)
 def test_wakeups_are_off_without_a_redis_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     """A broker that is not Redis: nothing is armed (the tick alone bounds the delay), and nothing fails."""
-    from project.celery import app
-
     monkeypatch.setattr(app.conf, "broker_url", "memory://")
     assert clock.arm(clock.WAKEUPS["input_checks"], timezone.now()) is None
 
@@ -333,8 +334,6 @@ def test_wakeups_are_off_without_a_redis_broker(monkeypatch: pytest.MonkeyPatch)
 
 def test_an_action_task_is_shown_with_its_action_id(celery_to_test_redis: str) -> None:
     """The workflow node's message runs workflows.run but is shown (shadow) as `<task> <coordinator action id>`."""
-    from workflows.launch import RUN_TASK, dispatch, display_name
-
     kwargs = {"node": "0000007-261123-W@task", "attempt": 1, "parent": "0000003-261123-C@12", "task": "examples.produce"}
     assert dispatch("00000000-0000-0000-0000-000000000001", "actions", kwargs)
     (headers,) = queued(celery_to_test_redis, "actions")
@@ -378,8 +377,6 @@ NOT_CONFIGURED = "kernel.mail.NotConfiguredBackend"
 @pytest.fixture
 def fresh_notice(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process has not said yet that e-mail is not configured."""
-    from coordinators.sla import notify
-
     monkeypatch.setattr(notify, "_said_not_configured", False)
 
 
@@ -387,14 +384,6 @@ def fresh_notice(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("in_process_engine", "fresh_notice")
 def test_an_unconfigured_sla_email_is_said_once_and_never_tried(caplog: pytest.LogCaptureFixture) -> None:
     """No EMAIL_HOST: SLA misses are recorded without an e-mail channel, nothing is sent or retried, one warning in all."""
-    from django.core import mail
-
-    from coordinators.models import SLAEvent
-    from coordinators.sla.models import NotifyStatus
-    from coordinators.sla.notify import deliver
-    from coordinators.sla.service import check
-    from tests.coordinators.sla.factories import SLA_01, materialized_job
-
     with override_settings(EMAIL_BACKEND=NOT_CONFIGURED):
         for name in ("a", "b"):
             action = materialized_job(name=f"sla-{name}", sla=SLA_01, version="0.1").actions.get()
@@ -411,12 +400,6 @@ def test_an_unconfigured_sla_email_is_said_once_and_never_tried(caplog: pytest.L
 @pytest.mark.usefixtures("in_process_engine", "fresh_notice")
 def test_a_pending_email_is_dropped_not_retried_once_email_is_unconfigured(caplog: pytest.LogCaptureFixture) -> None:
     """An e-mail queued while a mail server was configured, delivered after it was removed: FAILED, 'not configured', no retry."""
-    from coordinators.models import SLAEvent
-    from coordinators.sla.models import NotifyStatus
-    from coordinators.sla.notify import deliver
-    from coordinators.sla.service import check
-    from tests.coordinators.sla.factories import SLA_01, materialized_job
-
     action = materialized_job(sla=SLA_01, version="0.1").actions.get()
     check(now=action.nominal_time + timedelta(minutes=11))
     event = SLAEvent.objects.get(event_type="END_MISS")
@@ -431,10 +414,6 @@ def test_a_pending_email_is_dropped_not_retried_once_email_is_unconfigured(caplo
 
 def test_the_unconfigured_backend_refuses_clearly() -> None:
     """Without EMAIL_HOST any e-mail (a batch report too) fails at once naming EMAIL_HOST, never trying localhost:25."""
-    from django.core.mail import EmailMessage
-
-    from kernel.mail import EmailNotConfigured, email_configured
-
     with override_settings(EMAIL_BACKEND=NOT_CONFIGURED):
         assert not email_configured()
         with pytest.raises(EmailNotConfigured, match="EMAIL_HOST"):

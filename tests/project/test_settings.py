@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
+from project.celery import QUEUE_NAMES, app, route_task
 from project.env import ConfigurationError, env_bool, env_processing_timezone, parse_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,10 +139,6 @@ def test_check_deploy_reports_a_forgotten_secret_key(tmp_path: Path) -> None:
 
 def test_celery_app_is_json_only_and_durable() -> None:
     """The Celery app refuses pickle, acks late, requeues on worker loss, prefetches one."""
-    from django.conf import settings
-
-    from project.celery import app
-
     assert app.conf.accept_content == ["json"]
     assert app.conf.task_serializer == "json"
     assert app.conf.result_serializer == "json"
@@ -154,8 +152,6 @@ def test_celery_app_is_json_only_and_durable() -> None:
 
 def test_queues_are_declared_in_one_place() -> None:
     """Every queue is declared by project.celery; task routes come from task names only."""
-    from project.celery import QUEUE_NAMES, app, route_task
-
     assert [queue.name for queue in app.conf.task_queues] == list(QUEUE_NAMES)
     assert app.conf.task_default_queue in QUEUE_NAMES
     assert tuple(app.conf.task_routes) == (route_task,)
@@ -172,8 +168,6 @@ def test_queues_are_declared_in_one_place() -> None:
 )
 def test_tasks_are_routed_by_name(task_name: str, queue: str) -> None:
     """Routes depend on the task name only."""
-    from project.celery import route_task
-
     assert route_task(task_name, (), {}, {}) == {"queue": queue}
 
 

@@ -30,9 +30,9 @@ SECRET = "hunter2-warehouse-password"
 
 def submit_form(driver: Any, base: str, username: str, password: str) -> str:
     """Fill and send the admin's login form; the error note of the page that answers."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support import expected_conditions  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     driver.get(f"{base}/admin/login/?next=/admin/")
     driver.find_element(By.ID, "id_username").send_keys(username)
@@ -48,7 +48,7 @@ def test_the_admin_login_locks_out_a_guesser_and_says_when_to_come_back(
     browser: Any, live_server: Any, screenshots: Path, settings: Any,  # noqa: F811
 ) -> None:
     """Three wrong passwords, then the right one: refused with the lockout message; after the window: signed in."""
-    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     settings.AUTH_FAILURE_LIMIT = 3
     User.objects.create_superuser("admin", "admin@example.com", "the-right-password")

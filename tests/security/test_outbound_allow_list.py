@@ -35,11 +35,27 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
+from batches.definitions import ObjectSpec, write_batch_manifest
+from batches.models import Batch, BatchJob, Collection, Profile
+from batches.sources import PayloadRefused, check_payload_url, read_bytes, size_of
+from bundles.models import BundleJob
+from bundles.services import submit_bundle
+from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel import outbound
+from oozie.definitions import DefinitionError
 from oozie.properties import ACTION_NOTIFICATION_URL as NODE_URL
 from oozie.properties import WF_NOTIFICATION_URL as JOB_URL
+from tests.bundles.factories import bundle_xml, write_coordinator
+from tests.bundles.factories import window as bundle_window
+from tests.coordinators.api.factories import api, coordinator_xml, user, window
 from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - fixture
+from tests.oozieapi.client import Oozie, error_of
+from tests.workflows.api.factories import APP_PATH, drive
 from workflows import notifications
+from workflows.models import WorkflowJob, WorkflowNode
+from workflows.services import request_control, request_rerun, submit_workflow
+from workflows.tasks import notify
+from xcommands.models import Command
 
 # ---- a local receiver -------------------------------------------------------------------------
 
@@ -310,8 +326,6 @@ def test_check_notification_properties(settings: Any, properties: dict[str, str]
 def test_notify_reaches_a_listed_receiver_and_nothing_else(settings: Any, receiver: Receiver,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Rule 5: the notify task's GET reaches a listed local server; unlisted, nothing reaches it, one warning, no retry."""
-    from workflows.tasks import notify
-
     settings.WORKFLOW_NOTIFICATION_RETRIES = 3
     settings.WORKFLOW_NOTIFICATION_RETRY_SECONDS = 0
     settings.OUTBOUND_ALLOWED_HOSTS = [f"127.0.0.1:{receiver.port}"]
@@ -355,11 +369,6 @@ def workflow_app(tmp_path: Path) -> Path:
 def test_a_submitted_workflow_notifies_a_listed_receiver_end_to_end(
         settings: Any, tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rule 5: submitted, run, each status change reaches the local server; de-listed meanwhile, nothing is even queued."""
-    from tests.coordinators.api.factories import user
-    from tests.workflows.api.factories import APP_PATH, drive
-    from workflows.services import request_control, submit_workflow
-    from workflows.tasks import notify
-
     monkeypatch.setattr(notifications, "_send", lambda url, *_: notify.apply(args=(url,)))  # the worker, in process
     settings.OUTBOUND_ALLOWED_HOSTS = [f"127.0.0.1:{receiver.port}"]
     ann = user("ann")
@@ -388,21 +397,14 @@ EVIL = "http://evil.example/notify?id=$jobId"
 @pytest.fixture
 def ann(db: None) -> User:
     """A submitter with an API token and a password."""
-    from tests.coordinators.api.factories import user
-
     return user("ann")
 
 
 def workflow_rows() -> tuple[int, int]:
-    from workflows.models import WorkflowJob, WorkflowNode
-
     return WorkflowJob.objects.count(), WorkflowNode.objects.count()
 
 
 def coordinator_rows() -> tuple[int, int, int]:
-    from coordinators.models import CoordinatorAction, CoordinatorJob
-    from xcommands.models import Command
-
     return CoordinatorJob.objects.count(), CoordinatorAction.objects.count(), Command.objects.count()
 
 
@@ -410,8 +412,6 @@ def coordinator_rows() -> tuple[int, int, int]:
 @pytest.mark.parametrize("prop", [JOB_URL, NODE_URL])
 def test_workflow_submission_refused_on_the_native_api(ann: User, tmp_path: Path, prop: str) -> None:
     """Rule 5: POST /api/v1/workflows/ with an unlisted notification host is a 400 naming the property; nothing stored."""
-    from tests.coordinators.api.factories import api
-
     before = workflow_rows()
     response = api(ann).post("/api/v1/workflows/", {
         "properties": {"oozie.wf.application.path": str(workflow_app(tmp_path)), prop: EVIL}}, format="json")
@@ -423,8 +423,6 @@ def test_workflow_submission_refused_on_the_native_api(ann: User, tmp_path: Path
 @pytest.mark.django_db
 def test_workflow_submission_refused_on_the_oozie_api(ann: User, tmp_path: Path) -> None:
     """Rule 5: POST /oozie/v2/jobs (a workflow) with an unlisted notification host is a 400 naming the property."""
-    from tests.oozieapi.client import Oozie, error_of
-
     before = workflow_rows()
     response = Oozie(ann).submit({"oozie.wf.application.path": str(workflow_app(tmp_path)), JOB_URL: EVIL}, action="start")
     status, _, message = error_of(response)
@@ -435,9 +433,6 @@ def test_workflow_submission_refused_on_the_oozie_api(ann: User, tmp_path: Path)
 @pytest.mark.django_db
 def test_workflow_rerun_with_an_unlisted_notification_is_refused(settings: Any, ann: User, tmp_path: Path) -> None:
     """Rule 5: rerun properties replace the stored ones, so they are checked too (nothing queued)."""
-    from workflows.services import request_rerun, submit_workflow
-    from xcommands.models import Command
-
     workflow = submit_workflow({"oozie.wf.application.path": str(workflow_app(tmp_path))}, owner=ann, start=False)
     commands = Command.objects.count()
     with pytest.raises(notifications.NotificationURLRefused, match=JOB_URL):
@@ -462,8 +457,6 @@ def test_coordinator_submission_refused_on_the_native_api(ann: User, properties:
                                                           named: str) -> None:
     """Rule 5: POST /api/v1/coordinator-jobs/ is a 400 naming the property, from the job properties or the action's
     <configuration>; no job, action or command is stored."""
-    from tests.coordinators.api.factories import api, coordinator_xml, window
-
     before = coordinator_rows()
     response = api(ann).post("/api/v1/coordinator-jobs/", {
         "definition": coordinator_xml(extra=extra), "properties": {**window(), **properties}}, format="json")
@@ -477,9 +470,6 @@ def test_coordinator_submission_refused_on_the_native_api(ann: User, properties:
 def test_coordinator_submission_on_the_oozie_api_refused_then_allowed_once_listed(settings: Any, ann: User,
                                                                                     tmp_path: Path) -> None:
     """Rule 5: POST /oozie/v2/jobs (a coordinator) is a 400 naming the property; with the host listed, 201."""
-    from tests.coordinators.api.factories import coordinator_xml, window
-    from tests.oozieapi.client import Oozie, error_of
-
     (tmp_path / "coordinator.xml").write_text(coordinator_xml())
     properties = {"oozie.coord.application.path": str(tmp_path / "coordinator.xml"), **window(), NODE_URL: EVIL}
     before = coordinator_rows()
@@ -504,14 +494,9 @@ def test_cli_submission_refused_naming_the_property(ann: User, tmp_path: Path) -
 @pytest.mark.django_db
 def test_bundle_submission_refused_naming_the_property(ann: User, tmp_path: Path) -> None:
     """Rule 5: a bundle whose properties name an unlisted notification host is refused; no bundle stored."""
-    from bundles.models import BundleJob
-    from bundles.services import submit_bundle
-    from oozie.definitions import DefinitionError
-    from tests.bundles.factories import bundle_xml, window, write_coordinator
-
     hourly = write_coordinator(tmp_path, "hourly")
     with pytest.raises(DefinitionError, match=JOB_URL.replace(".", r"\.")):
-        submit_bundle(bundle_xml([("hourly", hourly)]), {**window(), JOB_URL: EVIL}, owner=ann)
+        submit_bundle(bundle_xml([("hourly", hourly)]), {**bundle_window(), JOB_URL: EVIL}, owner=ann)
     assert BundleJob.objects.count() == 0
 
 
@@ -521,15 +506,11 @@ def test_bundle_submission_refused_naming_the_property(ann: User, tmp_path: Path
 @pytest.fixture
 def batch_profile(db: None) -> Any:
     """A collection and profile `demo` to submit batches to."""
-    from batches.models import Collection, Profile
-
     collection = Collection.objects.create(name="demo")
     return Profile.objects.create(name="demo", collection=collection, task="tests.batches.flaky")
 
 
 def batch_rows() -> tuple[int, int]:
-    from batches.models import Batch, BatchJob
-
     return Batch.objects.count(), BatchJob.objects.count()
 
 
@@ -537,8 +518,6 @@ def batch_rows() -> tuple[int, int]:
 @pytest.mark.usefixtures("batch_profile")
 def test_a_batch_http_payload_from_an_unlisted_host_is_refused_at_submission(settings: Any, ann: User) -> None:
     """Rule 5: BATCH_ALLOW_HTTP on, host not in OUTBOUND_ALLOWED_HOSTS: a 400 naming both settings; nothing stored."""
-    from tests.coordinators.api.factories import api
-
     settings.BATCH_ALLOW_HTTP = True
     settings.OUTBOUND_ALLOWED_HOSTS = ["hooks.example.com"]
     before = batch_rows()
@@ -554,9 +533,6 @@ def test_a_batch_http_payload_from_an_unlisted_host_is_refused_at_submission(set
 @pytest.mark.usefixtures("batch_profile")
 def test_a_manifest_listing_an_unlisted_http_url_is_refused(settings: Any, ann: User, tmp_path: Path) -> None:
     """Rule 5: the URLs a manifest lists are checked as the payload is: one pointing at the metadata service is a 400."""
-    from batches.definitions import ObjectSpec, write_batch_manifest
-    from tests.coordinators.api.factories import api
-
     settings.BATCH_ALLOW_HTTP = True
     settings.OUTBOUND_ALLOWED_HOSTS = ["0.0.0.0/0"]
     settings.BATCH_PAYLOAD_ROOTS = [f"file://{tmp_path}"]
@@ -574,8 +550,6 @@ def test_a_manifest_listing_an_unlisted_http_url_is_refused(settings: Any, ann: 
 def test_batch_http_reads_go_through_the_pinned_request(settings: Any, receiver: Receiver,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Rule 4 for payloads: a listed local server is read (GET and HEAD); a name resolving to loopback is refused."""
-    from batches.sources import PayloadRefused, check_payload_url, read_bytes, size_of
-
     settings.BATCH_ALLOW_HTTP = True
     settings.OUTBOUND_ALLOWED_HOSTS = [f"127.0.0.1:{receiver.port}"]
     url = check_payload_url(receiver.url("/payload.bin"))

@@ -31,7 +31,7 @@ from unittest import mock
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -41,8 +41,9 @@ from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator, submit_from_properties
 from kernel import secrets
-from kernel.permissions import ADMIN_PERMISSION
+from kernel.permissions import ADMIN_PERMISSION, check_modify
 from kernel.secrets import MASK, mask_properties, mask_text, may_see_secrets
+from project.celery import app
 from statusservice.tasks import input_checks
 from tests.bundles.api.factories import bundle_app
 from tests.bundles.conftest import settle
@@ -54,7 +55,10 @@ from tests.coordinators.runtime.conftest import in_process_engine, run_pending_c
 from tests.oozieapi.client import Oozie
 from tests.workflows.api.factories import APP_PATH, celery, drive, write_app
 from tests.workflows.conftest import coordinator_xml, prop
+from workflows.api.access import guard
 from workflows.models import WorkflowJob
+from workflows.services import request_rerun
+from xcommands.keyed import enqueue_job
 from xcommands.models import Command
 
 __all__ = ["in_process_engine"]
@@ -212,8 +216,6 @@ def test_short_values_are_masked_under_their_name_only() -> None:
 
 def test_owner_and_job_admins_may_see_secrets_staff_alone_may_not(people: dict[str, User]) -> None:
     """may_see_secrets: the owner, superusers and job admins; not another user, view-only staff, anonymous or inactive."""
-    from django.contrib.auth.models import AnonymousUser
-
     owner_id = people["ann"].pk
     seen = {name: may_see_secrets(account, owner_id) for name, account in people.items()}
     assert seen == {"ann": True, "bob": False, "viewer": False, "root": True, "ops": True}
@@ -395,8 +397,6 @@ def test_server_logs_mask_secret_values(people: dict[str, User], in_process_engi
 @pytest.fixture
 def sent(in_process_engine: None) -> Iterator[list[dict[str, Any]]]:
     """Every Celery message sent, as Flower would show it: its args and kwargs (argsrepr, kwargsrepr when given)."""
-    from project.celery import app
-
     messages: list[dict[str, Any]] = []
 
     def record(name: str, args: Any = None, kwargs: Any = None, **options: Any) -> None:
@@ -411,11 +411,6 @@ def sent(in_process_engine: None) -> Iterator[list[dict[str, Any]]]:
 def test_flower_messages_carry_no_secret_value(people: dict[str, User], sent: list[dict[str, Any]],
                                                settings: Any, tmp_path: Path) -> None:
     """A notification URL with a token, a rerun's configuration, a keyed job's arguments: Flower shows masks (rule 4)."""
-    from kernel.permissions import check_modify
-    from workflows.api.access import guard
-    from workflows.services import request_rerun
-    from xcommands.keyed import enqueue_job
-
     settings.OUTBOUND_ALLOWED_HOSTS = ["hooks.example"]
     notify = "http://hooks.example/n?id=$jobId&s=$status&token=tok-0123456789&k=KEYDATA-4242"
     directory = write_app(tmp_path / "app", (

@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 
 from coordinators.services import submit_coordinator
 from statusservice.tasks import input_checks
-from tests.coordinators.api.factories import coordinator_xml, user, window
+from tests.coordinators.api.factories import api, coordinator_xml, user, window
 from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - fixture
 from tests.support.processes import wait_until
 from tests.workflows.api.factories import APP_PATH, drive, write_app
@@ -187,8 +187,6 @@ def test_the_probe_of_the_issue_fails_on_a_real_worker(
     live_workers: Callable[..., Any], places: tuple[Path, Path], ann: User,
 ) -> None:
     """The probe's request (examples.listing writing a file outside the roots) on a real worker: FAILED, nothing written."""
-    from tests.coordinators.api.factories import api
-
     inside, outside = places
     response = api(ann).post("/api/v1/keyed-jobs/", {
         "key": "probe", "task_name": "examples.listing", "args": ["import os", f"file://{outside}/evil.pth"],

@@ -23,7 +23,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from batches.models import Batch, Collection, Profile
+from batches.sources import PayloadRefused, check_payload_url
 from kernel import storage
+from kernel.application_sources import check_readable
+from oozie.definitions import DefinitionError
+from tests.coordinators.api.factories import api, user
+from workflows.actions.storage import StorageError, check_allowed
 
 SEGMENTS = [
     "sub", "file", "..", ".", "%2e%2e", "%2E%2e", ".%2e", "%2e", "%2e.", "link-out", "link-in", "link-root",
@@ -59,9 +65,6 @@ def root_forms(sandbox: dict[str, Path]) -> list[str]:
 
 def coordinators_checker(roots: list[str], django_settings: Any) -> Callable[[str], str]:
     """COORD_APPLICATION_ROOTS through kernel.application_sources.check_readable (what submissions read)."""
-    from kernel.application_sources import check_readable
-    from oozie.definitions import DefinitionError
-
     django_settings.COORD_APPLICATION_ROOTS = roots
 
     def check(url: str) -> str:
@@ -75,8 +78,6 @@ def coordinators_checker(roots: list[str], django_settings: Any) -> Callable[[st
 
 def workflows_checker(roots: list[str], django_settings: Any) -> Callable[[str], str]:
     """WORKFLOW_FS_ROOTS through workflows.actions.storage.check_allowed (fs actions, fs: EL, attachments)."""
-    from workflows.actions.storage import StorageError, check_allowed
-
     django_settings.WORKFLOW_FS_ROOTS = roots
 
     def check(url: str) -> str:
@@ -90,8 +91,6 @@ def workflows_checker(roots: list[str], django_settings: Any) -> Callable[[str],
 
 def batches_checker(roots: list[str], django_settings: Any) -> Callable[[str], str]:
     """BATCH_PAYLOAD_ROOTS through batches.sources.check_payload_url (payloads and manifest entries)."""
-    from batches.sources import PayloadRefused, check_payload_url
-
     django_settings.BATCH_PAYLOAD_ROOTS = roots
     django_settings.BATCH_PAYLOAD_PROTOCOLS = ["file", "local", "memory"]
 
@@ -221,9 +220,6 @@ def test_file_systems_and_hosts(url: str, roots: list[str], allowed: bool) -> No
 @pytest.mark.django_db
 def test_the_batch_api_refuses_the_escaped_directory_of_the_issue(sandbox: dict[str, Path], settings: Any) -> None:
     """The probe's bypass, end to end: a payload under a literal `%2e%2e` directory is a 400 and no batch is stored."""
-    from batches.models import Batch, Collection, Profile
-    from tests.coordinators.api.factories import api, user
-
     settings.BATCH_PAYLOAD_ROOTS = [f"file://{sandbox['root']}"]
     Profile.objects.create(name="p", collection=Collection.objects.create(name="c"), task="examples.ingest_noop")
     url = f"file://{sandbox['base']}/%2e%2e/root/secret"

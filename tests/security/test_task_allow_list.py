@@ -22,11 +22,16 @@ from django.contrib.auth.models import User
 
 from coordinators.models import CoordinatorJob
 from kernel import user_tasks
+from project.celery import app
 from tests.coordinators.api.factories import api, coordinator_xml, user, window
 from tests.oozieapi.client import Oozie, error_of
 from tests.support.processes import wait_until
 from tests.workflows.api.factories import APP_PATH, celery, write_app
+from workflows.actions import ActionContext, execute
 from workflows.models import WorkflowJob, WorkflowNode
+from workflows.runner import invoke
+from xcommands.errors import PermanentError
+from xcommands.keyed import KeyedJobXCommand, enqueue_job
 from xcommands.models import Command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +41,6 @@ PROBED = ("xcommands.service.purge", "celery.backend_cleanup", "statusservice.ti
 
 def internal_task_names() -> list[str]:
     """Every task a worker registers that belongs to the service itself (the engine's commands and services, Celery's)."""
-    from project.celery import app
-
     app.loader.import_default_modules()
     names = sorted(name for name in app.tasks if user_tasks.is_internal(name))
     assert set(PROBED) <= set(names), "the probe's task names are not registered: the list is not the workers'"
@@ -167,11 +170,6 @@ def test_what_is_internal(name: str, internal: bool) -> None:
 @pytest.mark.django_db
 def test_the_worker_refuses_internal_tasks_on_every_path(settings: Any) -> None:
     """Whatever reached a worker (a name resolved late, a setting changed): internal tasks are never called."""
-    from workflows.actions import ActionContext, execute
-    from workflows.runner import invoke
-    from xcommands.errors import PermanentError
-    from xcommands.keyed import KeyedJobXCommand
-
     settings.ALLOWED_TASKS = ["*"]
     context = ActionContext(workflow_id="w", node_name="run", configuration={}, user="ann", nominal_time="")
     for name in internal_task_names():
@@ -188,8 +186,6 @@ def test_a_real_worker_checks_the_list_again(
     worker_env: Callable[..., dict[str, str]], live_workers: Callable[..., Any], settings: Any, tmp_path: Path,
 ) -> None:
     """A keyed job accepted at submission fails in a worker whose ALLOWED_TASKS no longer lists it; nothing runs."""
-    from xcommands.keyed import enqueue_job
-
     settings.ALLOWED_TASKS = ["examples.*"]
     target = tmp_path / "touched"
     command = enqueue_job("k", "examples.touch", args=[str(target)], max_retries=0)

@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from tests.support.processes import ROOT
 from tooling.benchmarks.workflow import WorkflowBench, workflow_xml
+from workflows.definitions.parser import parse_workflow
 from workflows.models import WorkflowJob, WorkflowNode
 
 pytestmark = pytest.mark.integration
@@ -47,8 +48,6 @@ def test_workflow_bench_reports_every_figure_and_cleans_up(
 
 def test_the_benchmark_workflow_is_a_valid_fork_of_the_asked_width() -> None:
     """The application it runs parses: :start:, fork, `width` actions, join, kill, end."""
-    from workflows.definitions.parser import parse_workflow
-
     definition = parse_workflow(workflow_xml(4))
     assert definition.nodes["fork"].to == ("a0", "a1", "a2", "a3") and definition.forks == {"fork": "join"}
 

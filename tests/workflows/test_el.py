@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pytest
 
 from oozie.definitions import parse_hadoop_configuration, parse_properties
@@ -301,8 +302,6 @@ def test_fs_symlink_out_of_the_roots_is_refused(files: Path, tmp_path: Path) -> 
 
 def test_fs_functions_on_memory_storage(settings: Any) -> None:
     """Any fsspec file system under the roots works: memory:// here."""
-    import fsspec
-
     settings.WORKFLOW_FS_ROOTS = ["memory://"]
     fs = fsspec.filesystem("memory")
     fs.pipe("/wf-el-test/part-0", b"12345")

@@ -6,19 +6,33 @@ commands run through the in-process engine. Real files, real XML, the real EL.
 
 from __future__ import annotations
 
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
+from django.core.management import CommandError, call_command
+from django.utils import timezone
 
+from coordinators.choices import ActionStatus
+from coordinators.models import CoordinatorJob
+from coordinators.services import submit_coordinator
+from oozie.definitions import DefinitionError
+from statusservice.tasks import input_checks
 from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from tests.workflows.conftest import minute
+from workflows import notifications
 from workflows.choices import NodeStatus as N
 from workflows.choices import WorkflowStatus as W
+from workflows.engine import WorkflowError, due_user_retries
 from workflows.models import WorkflowJob, WorkflowNode
-from workflows.runner import run_node
+from workflows.runner import Outcome, claim, record, run_node
 from workflows.services import request_control, request_rerun, submit_workflow
+from workflows.tasks import notify
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 
@@ -155,12 +169,6 @@ def test_user_retry_runs_an_erroring_node_again_until_it_works(tmp_path: Path) -
 
 def test_user_retries_run_out_then_the_error_transition(tmp_path: Path, settings: Any) -> None:
     """After retry-max retries the error path is taken; a retry waits retry-interval (minutes) in USER_RETRY."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from workflows.engine import due_user_retries
-
     settings.WORKFLOW_RETRY_INTERVAL_UNIT_SECONDS = 0.001
     directory = app(tmp_path, celery("needs", "examples.fail_unless", str(tmp_path / "never"), ok="end",
                                      extra=' retry-max="2" retry-interval="1"'))
@@ -222,8 +230,6 @@ def test_rerun_from_failed_nodes_skips_what_succeeded(tmp_path: Path) -> None:
 
 def test_rerun_refuses_what_cannot_be_skipped_and_changes_nothing(tmp_path: Path) -> None:
     """Skipping a node that did not succeed, or rerunning a running job: one-line errors, nothing queued."""
-    from workflows.engine import WorkflowError
-
     directory = app(tmp_path, celery("only", "examples.fail_unless", str(tmp_path / "x"), ok="end"))
     workflow = submit(directory)
     with pytest.raises(WorkflowError, match="only an ended job can be rerun"):
@@ -243,13 +249,9 @@ def test_suspend_holds_a_transition_and_resume_takes_it(tmp_path: Path) -> None:
     directory = app(tmp_path, celery("a", "examples.noop_any", ok="b") + celery("b", "examples.noop_any", ok="end"))
     workflow = submit(directory)
     node = WorkflowNode.objects.get(workflow=workflow, name="a")
-    from workflows.runner import claim, record
-
     assert claim(node.pk, node.attempt, "w") is not None
     assert request_control(workflow.id, "suspend", check=lambda _: None)
     run_pending_commands()
-    from workflows.runner import Outcome
-
     assert record(node.pk, node.attempt, Outcome(N.OK)) == N.OK
     assert "b" not in nodes(workflow)
     assert request_control(workflow.id, "resume", check=lambda _: None)
@@ -358,11 +360,6 @@ def test_shell_capture_output_feeds_a_decision(tmp_path: Path, settings: Any) ->
 
 def test_a_coordinator_action_runs_a_workflow_application(tmp_path: Path) -> None:
     """An action's app-path naming a workflow directory launches it with the action's configuration."""
-    from coordinators.choices import ActionStatus
-    from coordinators.services import submit_coordinator
-    from statusservice.tasks import input_checks
-    from tests.workflows.conftest import minute
-
     directory = app(tmp_path, celery("t", "examples.touch", "${out}/${wf:id()}", ok="end"))
     xml = f"""<coordinator-app name="c" frequency="${{coord:minutes(1)}}" start="{minute(-2)}" end="{minute(-1)}"
         timezone="UTC" xmlns="uri:oozie:coordinator:0.4"><action><workflow><app-path>{directory}</app-path>
@@ -382,11 +379,6 @@ def test_a_coordinator_action_runs_a_workflow_application(tmp_path: Path) -> Non
 
 def test_a_coordinator_naming_a_missing_or_bad_application_is_refused(tmp_path: Path) -> None:
     """The workflow application is read and validated at coordinator submission; nothing is stored."""
-    from coordinators.models import CoordinatorJob
-    from coordinators.services import submit_coordinator
-    from oozie.definitions import DefinitionError
-    from tests.workflows.conftest import minute
-
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "workflow.xml").write_text(f'<workflow-app name="x" {WF}><start to="nowhere"/><end name="end"/></workflow-app>')
@@ -403,8 +395,6 @@ def test_a_coordinator_naming_a_missing_or_bad_application_is_refused(tmp_path: 
 def test_the_cli_runs_or_submits_a_workflow_and_reports_it(tmp_path: Path, verb: str,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """manage.py job -run|-submit -config job.properties with oozie.wf.application.path; -info and -start."""
-    from django.core.management import call_command
-
     owner()
     directory = app(tmp_path, celery("t", "examples.noop_any", ok="end"))
     config = tmp_path / "job.properties"
@@ -424,8 +414,6 @@ def test_the_cli_runs_or_submits_a_workflow_and_reports_it(tmp_path: Path, verb:
 
 def test_a_bad_application_is_refused_by_the_cli_with_one_line_and_nothing_stored(tmp_path: Path) -> None:
     """A Hadoop action is refused at submission, naming the node."""
-    from django.core.management import CommandError, call_command
-
     owner()
     directory = tmp_path / "hadoop"
     directory.mkdir()
@@ -458,8 +446,6 @@ def test_an_el_error_when_entering_a_node_fails_the_job_naming_it(tmp_path: Path
 def test_notifications_name_the_job_its_status_and_each_node_transition(tmp_path: Path, settings: Any,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Spec 5: a GET per job status change and per node start and end, tokens replaced, sent after commit."""
-    from workflows import notifications
-
     settings.OUTBOUND_ALLOWED_HOSTS = ["hooks.example"]  # only listed hosts are notified (kernel.outbound)
     sent: list[str] = []
     monkeypatch.setattr(notifications, "_send", sent.append)
@@ -479,11 +465,6 @@ def test_notifications_name_the_job_its_status_and_each_node_transition(tmp_path
 
 def test_a_notification_is_an_http_get_retried_until_it_is_answered(settings: Any) -> None:
     """The notify task calls the URL (a real local server); a refused connection is retried, then given up."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    from workflows.tasks import notify
-
     seen: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):

@@ -14,13 +14,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import redis
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import override_settings
 
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
 from coordinators.services import submit_coordinator
-from tests.support.processes import WorkerProcess, wait_until
+from project.celery import app
+from tests.conftest import _point_celery_at
+from tests.support.processes import (
+    WorkerProcess,
+    child_env,
+    running_workers,
+    start_beat,
+    start_redis,
+    start_worker,
+    wait_until,
+)
 from tests.workflows.conftest import coordinator_xml, prop
 from workflows.choices import NodeStatus
 from workflows.models import WorkflowNode
@@ -69,8 +81,6 @@ def test_a_run_whose_worker_is_killed_runs_again_elsewhere(
     first.signal_group(signal.SIGKILL)  # the machine dies: worker, pool and its heartbeat thread
     first.process.wait(timeout=10)
     killed_at = time.monotonic()
-    import redis
-
     redis.Redis.from_url(celery_to_test_redis).flushall()  # and Redis forgot the task ever existed
     live_workers(name="rescuer", **FAST)
     wait_until(lambda: running_on(action, "rescuer"), LEASE + SWEEP + 15, "the node to run again on the rescuer")
@@ -92,18 +102,6 @@ def test_a_task_that_finishes_while_redis_is_down_succeeds(
 ) -> None:
     """Redis dies while the task runs: the worker records SUCCEEDED in the database anyway, the action with it;
     once Redis is back (empty) the action is still SUCCEEDED, run once, and the worker and beat are still up."""
-    from django.db import connection
-
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-    from tests.support.processes import (
-        child_env,
-        running_workers,
-        start_beat,
-        start_redis,
-        start_worker,
-    )
-
     server = start_redis()
     old = (app.conf.broker_url, app.conf.result_backend)
     _point_celery_at(app, server.url, server.url)

@@ -22,6 +22,7 @@ from tests.support.processes import wait_until
 from tests.workflows.conftest import node_of, prop
 from workflows.choices import NodeStatus
 from workflows.models import WorkflowNode
+from xcommands.keyed import enqueue_job
 from xcommands.models import Command
 
 pytestmark = pytest.mark.integration
@@ -58,8 +59,6 @@ def test_a_command_whose_pool_process_died_runs_again_within_seconds(
     live_workers: Callable[..., Any], tmp_path: Path, settings: Any,
 ) -> None:
     """SIGKILL the pool process running a keyed job's command (lease 60 s): its next attempt starts within 5 s."""
-    from xcommands.keyed import enqueue_job
-
     runs = tmp_path / "runs.jsonl"
     command = enqueue_job("slow-key", "examples.record", args=[{"log": str(runs), "seconds": 4}, "t"], max_retries=2)
     live_workers(name="w1", concurrency=2)

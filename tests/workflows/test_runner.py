@@ -10,12 +10,15 @@ import pytest
 from django.db import OperationalError
 
 from coordinators.choices import ActionStatus
+from coordinators.commands.actions import CoordActionStatusXCommand
 from coordinators.models import CoordinatorAction
 from tests.workflows.conftest import node_of, prop, run_pending_commands
-from workflows import runner
+from workflows import parents, runner
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowNode
+from workflows.settings import is_transient
 from xcommands.models import Command
+from xcommands.queue import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,8 +57,6 @@ def test_the_worker_marks_the_action_running_when_it_claims(launched: Launch) ->
     node = node_of(action)
     claimed = runner.claim(node.id, 1, "w1@host:1")
     assert claimed is not None
-    from workflows import parents
-
     parents.started(claimed.workflow, claimed)
     action.refresh_from_db()
     assert action.status == ActionStatus.RUNNING and action.started_at is not None
@@ -134,9 +135,6 @@ def test_recording_retries_while_the_database_is_unreachable(launched: Launch, m
 
 def test_a_report_of_an_earlier_run_is_ignored(launched: Launch) -> None:
     """After a rerun the action waits for its new run: the old run's late end does not settle it."""
-    from coordinators.commands.actions import CoordActionStatusXCommand
-    from xcommands.queue import enqueue
-
     action = launched()
     CoordinatorAction.objects.filter(pk=action.pk).update(external_id="0000099-000000000000000-W")
     enqueue(CoordActionStatusXCommand(job_id=action.job_id, number=1, status=ActionStatus.FAILED,
@@ -161,8 +159,6 @@ def test_a_report_of_an_earlier_run_is_ignored(launched: Launch) -> None:
 )
 def test_infrastructure_errors_are_transient_the_tasks_own_are_not(error: Exception, transient: bool) -> None:
     """Connections lost and timeouts are retried; anything else is the task's own, final error."""
-    from workflows.settings import is_transient
-
     assert is_transient(error) is transient
 
 
@@ -185,7 +181,5 @@ def test_a_transient_error_launches_the_node_again_until_launches_run_out(launch
 
 def test_transient_errors_can_be_final(launched: Launch, settings: object) -> None:
     """WORKFLOW_RETRY_TRANSIENT_ERRORS=false: a lost connection is the task's final error."""
-    from workflows.settings import is_transient
-
     settings.WORKFLOW_RETRY_TRANSIENT_ERRORS = False  # type: ignore[attr-defined]
     assert not is_transient(OperationalError("gone"))

@@ -20,6 +20,7 @@ from tests.support.locks import row_locked
 from tests.workflows.conftest import coordinator_xml, node_of, run_pending_commands
 from workflows import runner
 from workflows.choices import NodeStatus
+from workflows.recovery import recover
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -131,8 +132,6 @@ def test_a_healthy_worker_never_loses_its_lease_to_another_transactions_lock(
 ) -> None:
     """Issue 24, item 1: another connection holds the action's row while the node starts; the lease is renewed from
     the claim, the start report gives up within a second, the task runs once past its lease, and recovery relaunches nothing."""
-    from workflows.recovery import recover
-
     if connection.vendor != "postgresql":
         pytest.skip("row locks: PostgreSQL (SQLite has one writer at a time)")
     settings.WORKFLOW_LEASE_SECONDS = 2  # type: ignore[attr-defined]

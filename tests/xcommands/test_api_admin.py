@@ -9,6 +9,8 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from rest_framework.test import APIClient
 
+from project.celery import app
+from tests.conftest import _point_celery_at
 from xcommands import engine
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
@@ -21,9 +23,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _redis(redis_url: str) -> Iterator[None]:
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
     old = (app.conf.broker_url, app.conf.result_backend)
     _point_celery_at(app, redis_url, redis_url)
     with override_settings(REDIS_URL=redis_url):

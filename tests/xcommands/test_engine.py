@@ -6,16 +6,21 @@ The worker-level guarantees (several processes, SIGKILL, Redis loss) are in test
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 import redis
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from xcommands import engine, operations
+import xcommands
+from project.celery import app
+from tests.conftest import _point_celery_at
+from xcommands import base, engine, keyed, operations, queue
 from xcommands.base import XCommand, registered_command
 from xcommands.choices import TRANSITIONS, CommandStatus
 from xcommands.errors import IllegalCommandTransition, TransientError, UnknownCommand
@@ -31,9 +36,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def traces(redis_url: str) -> Iterator[redis.Redis]:
     """Traces go to the private Redis; doorbells too (no worker listens here)."""
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
     old = (app.conf.broker_url, app.conf.result_backend)
     _point_celery_at(app, redis_url, redis_url)
     # One command per process() call unless a test asks for the drain (see its own test).
@@ -68,9 +70,6 @@ def test_transitions_table_is_closed_over_statuses() -> None:
 
 def test_public_names_of_the_package() -> None:
     """`xcommands.XCommand`, `xcommands.enqueue` and `xcommands.enqueue_job` are the engine's API."""
-    import xcommands
-    from xcommands import base, keyed, queue
-
     assert xcommands.XCommand is base.XCommand
     assert xcommands.enqueue is queue.enqueue
     assert xcommands.enqueue_job is keyed.enqueue_job
@@ -141,8 +140,6 @@ def test_enqueue_many_numbers_per_key_in_order_and_rings_only_heads(traces: redi
 
 
 def _url() -> str:
-    from django.conf import settings
-
     return str(settings.REDIS_URL)
 
 
@@ -347,8 +344,6 @@ def test_sweep_rings_due_heads_only() -> None:
 
 def test_backoff_grows_and_is_capped() -> None:
     """Backoff ceilings double per attempt up to the cap, with jitter in [c/2, c]."""
-    import random
-
     rng = random.Random(7)
     for attempt, ceiling in [(1, 0.2), (2, 0.4), (3, 0.8), (4, 1.6), (5, 2.0), (9, 2.0)]:
         delay = TraceXCommand.backoff_seconds(attempt, rng)
@@ -446,8 +441,6 @@ def test_purge_deletes_only_old_finished_commands() -> None:
 def test_postgres_hot_paths_are_prepared_statements_unless_turned_off(prepared: bool) -> None:
     """On PostgreSQL claims and completions are server-side prepared statements (planned once);
     COMMAND_PREPARED_STATEMENTS=false (transaction-mode poolers) runs them unprepared."""
-    from django.db import connection
-
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements are a PostgreSQL optimisation")
     connection.close()  # a fresh connection: nothing prepared yet

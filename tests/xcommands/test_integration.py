@@ -16,7 +16,10 @@ import redis
 from django.db import connection, transaction
 from django.test import override_settings
 
+import tests.xcommands.commands  # noqa: F401 - registers the tasks in this process too
+from project.celery import app
 from project.launcher import free_port
+from tests.conftest import _point_celery_at
 from tests.support.processes import WorkerProcess, wait_until
 from xcommands.choices import TERMINAL_STATUSES, CommandStatus
 from xcommands.keyed import enqueue_job
@@ -258,9 +261,6 @@ def test_commands_committed_while_redis_is_down_run_once_it_is_back(
     live_workers: Callable[..., WorkerProcess], live_beat: Callable[..., WorkerProcess], rclient: redis.Redis
 ) -> None:
     """Enqueue commits even when the doorbell cannot be sent; the sweep rings it later and it runs."""
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
     _point_celery_at(app, f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0")
     rows = []
     try:
@@ -332,8 +332,6 @@ def test_keyed_jobs_run_named_tasks_in_order_with_retries_and_rollback(
     """enqueue_job runs Celery tasks per key in FIFO order, retrying and rolling back as asked."""
     worker(live_workers, "w1")
     live_beat(**ENGINE_ENV)
-    import tests.xcommands.commands  # noqa: F401 - registers the tasks in this process too
-
     jobs = [
         enqueue_job("acct-1", "actions.tests.append", kwargs={"key": "acct-1", "label": f"j{i}"})
         for i in range(5)

@@ -47,10 +47,10 @@ def test_the_batch_list_a_batch_and_a_job_in_chromium(
     browser: Any, live_server: Any, screenshots: Path, ingest: Ingest, make_batch: MakeBatch  # noqa: F811
 ) -> None:
     """An admin sees bars per batch, runs a verb, opens a failed batch (jobs, report, delivery) and its failed job."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.select import Select
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support import expected_conditions  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.select import Select  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     User.objects.create_superuser("admin", "admin@example.com", "a-long-password")
     failed = ingest.submit(ingest.deposit.objects(12, wrong={3, 7}), submitter="Map Library",
@@ -122,10 +122,10 @@ def test_holding_a_collection_and_a_refused_profile_in_chromium(
     browser: Any, live_server: Any, screenshots: Path, ingest: Ingest  # noqa: F811
 ) -> None:
     """Hold asks for a reason on its own page; a profile naming an unregistered task is refused with the known ones."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.select import Select
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support import expected_conditions  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.select import Select  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     User.objects.create_superuser("admin", "admin@example.com", "a-long-password")
     log_in(browser, live_server.url, "admin", "a-long-password")

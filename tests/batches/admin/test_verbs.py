@@ -8,11 +8,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+import batches.services as services
 from batches.admin import verbs
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob
-from batches.services import hold_collection
+from batches.services import hold_collection, release_collection
 from tests.batches.admin.conftest import MakeBatch, staff
 from tests.batches.conftest import Ingest, settle
 from xcommands.models import Command
@@ -50,8 +51,6 @@ def failed_batch(ingest: Ingest) -> tuple[Batch, BatchJob]:
 
 def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, ...]]:
     """Record each call of batches.services.<name> (verb, actor, confirmed), then call it."""
-    import batches.services as services
-
     calls: list[tuple[Any, ...]] = []
     real = getattr(services, name)
 
@@ -118,8 +117,6 @@ def test_a_held_batch_is_released_with_its_collection_not_before(operator: Clien
 
 def test_releasing_a_held_batch_once_its_collection_is_free(operator: Client, ingest: Ingest) -> None:
     """The collection released without its batches: the batch's own release queues it, and it runs to the end."""
-    from batches.services import release_collection
-
     admin = User.objects.get(username="operator")
     hold_collection("demo", actor=admin)
     batch = ingest.submit(ingest.deposit.objects(2))

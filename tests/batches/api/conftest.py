@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from batches.choices import BatchStatus as B
@@ -66,8 +67,6 @@ def held_batch(ingest: Ingest, **kwargs: Any) -> Batch:
 def batch_with_held_jobs(ingest: Ingest, count: int = 2, **kwargs: Any) -> Batch:
     """A processing batch whose jobs are held: the collection was held after the batch started, before its jobs ran."""
     batch = ingest.submit(ingest.deposit.objects(count, prefix=kwargs.pop("prefix", "hj")), **kwargs)
-    from django.utils import timezone
-
     start = Command.objects.filter(status=CommandStatus.PENDING).order_by("seq").first()
     assert start is not None
     Command.objects.filter(pk=start.pk).update(not_before=timezone.now())

@@ -15,6 +15,7 @@ from django.db.models import Count
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+import bundles.services as services
 from bundles.admin import TIMELINE_COLUMNS
 from bundles.choices import BundleStatus as B
 from bundles.models import BundleAction, BundleJob
@@ -123,8 +124,6 @@ def test_suspend_resume_kill_go_through_the_services(
     operator: Client, make_bundle: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each verb is services.control_bundle(bundle, verb, actor=the operator), per bundle; the commands do the work."""
-    import bundles.services as services
-
     calls: list[tuple[str, str]] = []
     real = services.control_bundle
 

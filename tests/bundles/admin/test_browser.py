@@ -40,7 +40,7 @@ def missing_browser() -> str | None:
     if not os.access(CHROMEDRIVER, os.X_OK):
         return f"{CHROMEDRIVER} is missing (apt-get install chromium-driver)"
     try:
-        import selenium  # noqa: F401
+        import selenium  # noqa: F401, PLC0415 - the import itself checks that selenium is installed
     except ImportError:
         return "selenium is not installed (pip install -e '.[dev]')"
     return None
@@ -54,7 +54,7 @@ def settled_get(driver: Any) -> Any:
     page's elements, or none. The old window is marked, and the wait ends on an unmarked,
     complete document.
     """
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     load = driver.get
 
@@ -76,9 +76,9 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
             pytest.fail(f"CI must run the browser tests: {reason}")
         pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
+    from selenium import webdriver  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.chrome.options import Options  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     options = Options()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
@@ -105,9 +105,9 @@ def screenshots(tmp_path: Path) -> Path:
 
 def log_in(driver: Any, base: str, username: str, password: str) -> None:
     """Log in through the admin's login form, as a person would."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support import expected_conditions  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     driver.get(f"{base}/admin/login/?next=/admin/")
     driver.find_element(By.ID, "id_username").send_keys(username)
@@ -140,10 +140,10 @@ def test_the_bundle_list_and_page_in_chromium(
     browser: Any, live_server: Any, screenshots: Path, make_bundle: Callable[..., BundleJob]
 ) -> None:
     """An admin sees the list, runs a verb, and opens a bundle of 3 coordinators: rows, a cell per action, no overflow."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.select import Select
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support import expected_conditions  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.select import Select  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     User.objects.create_superuser("admin", "admin@example.com", "a-long-password")
     waiting = make_bundle(name="daily-reports", start=False, kick_off=minute(90))

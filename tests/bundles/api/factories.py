@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 
 from bundles import services
 from bundles.models import BundleAction, BundleJob
+from coordinators.models import CoordinatorAction
 from oozie.definitions import serialize_hadoop_configuration
 from tests.bundles.conftest import settle
 from tests.bundles.factories import bundle_xml, window, write_coordinator
@@ -36,8 +37,6 @@ def running_bundle(owner: User, root: Path, *, acl: str = "", back: int = 3, ahe
 
 def finish(bundle: BundleJob, name: str = "daily", status: str = "SUCCEEDED") -> None:
     """Mark every action of one coordinator of the bundle finished (so it can be rerun)."""
-    from coordinators.models import CoordinatorAction
-
     action = BundleAction.objects.get(bundle=bundle, coord_name=name)
     CoordinatorAction.objects.filter(job_id=action.coord_job_id).update(status=status)
 

@@ -13,8 +13,9 @@ from django.core.management import CommandError, call_command
 from bundles.choices import BundleStatus as B
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorJob
-from tests.bundles.api.factories import finish, running_bundle
+from tests.bundles.api.factories import bundle_app, finish, running_bundle
 from tests.bundles.conftest import settle
+from tests.bundles.factories import window
 from tests.coordinators.api.factories import api, user
 from tests.oozieapi.client import Oozie, error_of
 from xcommands.models import Command
@@ -104,9 +105,6 @@ def test_owner_acl_and_admins_may_act(
 
 def test_a_submission_as_someone_else_needs_an_admin(ann: User, admin: User, tmp_path: Path) -> None:
     """user.name naming another user: refused for ann (403 / E0500), accepted from an admin; the owner is the caller."""
-    from tests.bundles.api.factories import bundle_app
-    from tests.bundles.factories import window
-
     xml = bundle_app(tmp_path)
     properties = {**window(), "user.name": "bob", "oozie.bundle.application.path": str(xml)}
     assert api(ann).post("/api/v1/bundle-jobs/", {"properties": properties}, format="json").status_code == 403

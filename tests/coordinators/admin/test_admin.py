@@ -7,15 +7,19 @@ from typing import Any
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import timezone
 
+import coordinators.services as services
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent
+from coordinators.services import submit_coordinator
 from coordinators.sla.service import check
 from kernel.permissions import JobPermissionDenied
 from tests.coordinators.runtime.conftest import run_pending_commands
-from tests.coordinators.sla.factories import materialized_job
+from tests.coordinators.sla.factories import materialized_job, minute_floor, sla_xml
+from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,8 +137,6 @@ def test_retry_delivery_queues_undelivered_events(operator: Client) -> None:
 
 def test_bulk_suspend_resume_kill_go_through_the_services(operator: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each verb is services.control(job, verb, actor=the operator), per job; the commands then do the work."""
-    import coordinators.services as services
-
     calls: list[tuple[str, str, str]] = []
     real = services.control
 
@@ -160,8 +162,6 @@ def test_bulk_suspend_resume_kill_go_through_the_services(operator: Client, monk
 
 def test_refusals_are_reported_per_job_not_raised(operator: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """A verb the status makes a no-op is skipped (reported, as bulk operations do); a permission refusal is a warning naming the job."""
-    import coordinators.services as services
-
     running, done = materialized_job(), materialized_job(name="done")
     CoordinatorJob.objects.filter(pk=done.pk).update(status=JobStatus.SUCCEEDED)
     page = bulk(operator, "resume", running)
@@ -180,11 +180,6 @@ def test_refusals_are_reported_per_job_not_raised(operator: Client, monkeypatch:
 
 def test_start_queues_prep_jobs(operator: Client) -> None:
     """Start goes through services.start_job: a PREP job starts, a running one is refused."""
-    from django.utils import timezone
-
-    from coordinators.services import submit_coordinator
-    from tests.coordinators.sla.factories import minute_floor, sla_xml
-
     start = minute_floor(timezone.now())
     prep = submit_coordinator(sla_xml(start, start + timedelta(minutes=5)), {}, owner=User.objects.create_user("p"), start=False)
     running = materialized_job()
@@ -203,10 +198,6 @@ def test_staff_without_model_permissions_cannot_see_jobs(client: Client) -> None
 
 def test_rerun_selected_actions_goes_through_the_service_and_checks_permissions(operator: Client) -> None:
     """The action list's rerun calls rerun_job as the operator; a staff user who may not modify the job is refused."""
-    from django.contrib.auth.models import Permission
-
-    from xcommands.models import Command
-
     job = materialized_job(actions=2)
     job.actions.update(status=ActionStatus.FAILED)
     form = {"action": "rerun_actions", "_selected_action": list(job.actions.values_list("pk", flat=True))}

@@ -56,7 +56,7 @@ def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
 ) -> None:
     """An operator opens the dashboard, the grid of 60 jobs, the job list, a job, its Gantt view, the action list
     and an action: the content is there, every page fits 1,280 px, list rows are one line, no console error."""
-    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     User.objects.create_superuser("admin", "admin@example.com", "a-long-password")
     jobs = make_jobs(60, 40, name="hourly-ingest-from-the-partner-warehouse")

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -52,8 +53,6 @@ def coordinator_xml(
 
 def window(minutes_back: int = 5, hours: int = 1) -> dict[str, str]:
     """start/end properties: a window that began minutes ago (so actions are due at once)."""
-    from django.utils import timezone
-
     start = (timezone.now() - timedelta(minutes=minutes_back)).replace(second=0, microsecond=0)
     return {"start": format_datetime(start), "end": format_datetime(start + timedelta(hours=hours))}
 

@@ -26,7 +26,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from batches.models import Batch, BatchJob, BatchReport, Collection, Profile
+from bundles.models import BundleAction, BundleJob
 from coordinators.services import submit_coordinator
+from project.wsgi import application
 from tests.coordinators.api.factories import bulk_actions, coordinator_xml, token, user, window
 
 FULLY_CHECKED = ("/api/v1/coordinator-", "/api/v1/bundle-", "/api/v1/batch", "/api/v1/collections")  # keyed jobs and dataset events do not document their 400/403 yet
@@ -36,8 +39,6 @@ MAX_EXAMPLES = 15  # per operation: the whole run stays well under a minute on t
 @pytest.fixture
 def caller(db: None) -> User:
     """An authenticated submitter with one real job and one bundle of it (so some generated ids hit a row)."""
-    from bundles.models import BundleAction, BundleJob
-
     account = user("fuzz")
     job = submit_coordinator(coordinator_xml(), window(), owner=account, start=False)
     bulk_actions(job.id, 20)
@@ -50,8 +51,6 @@ def caller(db: None) -> User:
 
 def stored_batch(owner: User) -> None:
     """A failed batch of collection `fuzz` with two jobs and a report, stored as rows (ids 1: generated ids hit them)."""
-    from batches.models import Batch, BatchJob, BatchReport, Collection, Profile
-
     collection = Collection.objects.create(name="fuzz")
     profile = Profile.objects.create(name="fuzz", collection=collection, task="examples.noop")
     batch = Batch.objects.create(profile=profile, collection=collection, owner=owner, submitter="fuzz", type="file",
@@ -76,8 +75,6 @@ def test_connection_kept() -> Iterator[None]:
 @pytest.fixture
 def api_schema(caller: User, test_connection_kept: None) -> Any:
     """The schema as served at /api/schema/ (it needs authentication, like the rest of the API)."""
-    from project.wsgi import application
-
     return schemathesis.openapi.from_wsgi(
         "/api/schema/?format=json", application, headers={"Authorization": f"Token {token(caller)}"}
     )

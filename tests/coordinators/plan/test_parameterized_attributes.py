@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
 from coordinators.dryrun import dryrun
+from coordinators.models import CoordinatorJob
 from coordinators.plan import ResolvedCoordinator, plan_action, resolve_coordinator
 from coordinators.plan.resolve import MAX_NAME_LENGTH
+from coordinators.preparation import load_resolved
+from coordinators.services import submit_coordinator
 from coordinators.sla.evaluate import evaluate_sla
 from datasets.timeline import Frequency, format_datetime
 from oozie.definitions import (
@@ -255,8 +259,6 @@ def test_a_name_of_the_longest_storable_length_is_accepted() -> None:
 
 def test_max_name_length_is_the_app_name_column() -> None:
     """The pure check and the model agree (CoordinatorJob.app_name)."""
-    from coordinators.models import CoordinatorJob
-
     assert CoordinatorJob._meta.get_field("app_name").max_length == MAX_NAME_LENGTH
 
 
@@ -310,11 +312,6 @@ def test_dry_run_refuses_an_unresolved_variable_by_name(tmp_path: Path, key: str
 @pytest.mark.django_db
 def test_submission_stores_the_resolved_name() -> None:
     """submit_coordinator stores `${appName}` resolved; the job re-resolves to the same name."""
-    from django.contrib.auth.models import User
-
-    from coordinators.preparation import load_resolved
-    from coordinators.services import submit_coordinator
-
     owner = User.objects.create_user("ann")
     job = submit_coordinator(app_xml({"name": "${appName}"}), {"appName": "hourly"}, owner=owner, start=False)
     job.refresh_from_db()
@@ -333,11 +330,6 @@ def test_submission_stores_the_resolved_name() -> None:
 )
 def test_submission_with_an_unstorable_name_stores_nothing(properties: dict[str, str], message: str) -> None:
     """A name that does not resolve, or resolves to nothing or too much, is refused before any row is written."""
-    from django.contrib.auth.models import User
-
-    from coordinators.models import CoordinatorJob
-    from coordinators.services import submit_coordinator
-
     owner = User.objects.create_user("ann")
     with pytest.raises(DefinitionError, match=message):
         submit_coordinator(app_xml({"name": "${appName}"}), properties, owner=owner, start=False)

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
+from project.celery import app
+from tests.conftest import _point_celery_at
 from xcommands import engine
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
@@ -15,9 +17,6 @@ from xcommands.models import Command
 @pytest.fixture
 def in_process_engine(redis_url: str) -> Iterator[None]:
     """Point this process's Celery app at the private Redis; no same-key drain in process()."""
-    from project.celery import app
-    from tests.conftest import _point_celery_at
-
     old = (app.conf.broker_url, app.conf.result_backend)
     _point_celery_at(app, redis_url, redis_url)
     with override_settings(COMMAND_DRAIN_MAX=1):

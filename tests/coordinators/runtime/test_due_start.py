@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus
-from coordinators.due_start import ACTOR, start_due
+from coordinators.commands.actions import CoordJobStatusXCommand
+from coordinators.due_start import ACTOR, DUE_START_TASK, fan_out, look_ahead, precheck, start_due
 from coordinators.models import CoordinatorJob, StatusChange
 from coordinators.services import submit_coordinator
+from datasets.models import AvailableInstance
 from datasets.timeline import format_datetime
+from statusservice import coordinators as coordinator_services
 from statusservice import coordinators as services
+from statusservice import tick as clock
 from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.support.locks import row_locked
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.models import Command
+from xcommands.queue import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -140,9 +147,6 @@ def test_missing_inputs_back_off_and_time_out_as_the_command_does(tmp_path: Path
 
 def test_a_job_with_a_queued_command_is_left_to_its_commands(tmp_path: Path) -> None:
     """Per-key FIFO: what was queued first runs first, so the job's due actions go through an input-check command."""
-    from coordinators.commands.actions import CoordJobStatusXCommand
-    from xcommands.queue import enqueue
-
     write_inputs(tmp_path, 3)
     queued, free = job("queued", tmp_path), job("free", tmp_path)
     materialized(queued, free)
@@ -256,12 +260,6 @@ def test_two_passes_at_once_share_the_jobs_and_start_each_action_once(tmp_path: 
 
 def test_a_crowded_moment_sends_helpers(tmp_path: Path, redis_url: str) -> None:
     """More due jobs than one chunk: up to COORD_DUE_START_PARALLEL - 1 helper messages go to the services queue."""
-    import json
-
-    import redis
-
-    from coordinators.due_start import DUE_START_TASK, fan_out
-
     write_inputs(tmp_path, 1)
     jobs = [job(f"crowd-{n}", tmp_path, actions=1) for n in range(5)]
     materialized(*jobs)
@@ -279,9 +277,6 @@ def test_a_crowded_moment_sends_helpers(tmp_path: Path, redis_url: str) -> None:
 
 def test_the_precheck_records_available_inputs_before_any_job_is_locked(tmp_path: Path) -> None:
     """Shared inputs are asked once, up front, in their own transaction: the chunks then insert nothing."""
-    from coordinators.due_start import precheck
-    from datasets.models import AvailableInstance
-
     write_inputs(tmp_path, 2)  # the last two minutes exist, the third does not
     jobs = [job(f"pre-{n}", tmp_path) for n in range(3)]  # all three read the same three minutes
     materialized(*jobs)
@@ -293,11 +288,6 @@ def test_the_precheck_records_available_inputs_before_any_job_is_locked(tmp_path
 
 def test_the_tick_records_the_inputs_of_actions_due_before_the_next_tick(tmp_path: Path) -> None:
     """Look-ahead: inputs of actions not yet due are asked about once, recorded if there, nothing decided early."""
-    from coordinators.due_start import look_ahead
-    from datasets.models import AvailableInstance
-    from statusservice import coordinators as coordinator_services
-    from statusservice import tick as clock
-
     soon = minute(1)  # the next minute: due within the look-ahead window below
     xml = f"""<coordinator-app name="ahead" frequency="${{coord:minutes(1)}}" start="{format_datetime(soon)}"
         end="{format_datetime(soon + timedelta(minutes=2))}" timezone="UTC" xmlns="uri:oozie:coordinator:0.5">

@@ -18,6 +18,7 @@ from coordinators.models import CoordinatorJob
 from coordinators.services import control, rerun_job, start_job, submit_coordinator
 from datasets.timeline import format_datetime
 from tests.support.processes import WorkerProcess, wait_until
+from workflows.models import WorkflowNode
 
 pytestmark = pytest.mark.integration
 
@@ -129,8 +130,6 @@ def test_kill_kills_running_work(live_workers: Start, live_beat: Start, tmp_path
     wait_until(lambda: status_of(job) == JobStatus.KILLED, 30, "the job to be KILLED")
     action = job.actions.get(number=1)
     assert action.status == ActionStatus.KILLED and action.ended_at is not None
-    from workflows.models import WorkflowNode
-
     node = WorkflowNode.objects.select_related("workflow").get(workflow_id=action.external_id)
     assert node.status == "KILLED" and node.workflow.status == "KILLED"
     time.sleep(3)

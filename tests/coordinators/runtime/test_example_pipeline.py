@@ -18,6 +18,7 @@ from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from oozie.definitions import parse_properties
 from tests.support.processes import ROOT, WorkerProcess, wait_until
+from workflows.models import WorkflowJob
 
 pytestmark = pytest.mark.integration
 
@@ -63,8 +64,6 @@ def test_hourly_producer_feeds_the_daily_consumer(
     assert all("missing" not in part for part in summary["parts"])
     assert summary["parts"][0]["nominal_time"].startswith(day.strftime("%Y-%m-%dT00:00"))
     # The daily action ran its workflow application: fork, join, decision, fs cleanup.
-    from workflows.models import WorkflowJob
-
     out = tmp_path / "daily" / day.strftime("%Y/%m/%d")
     assert len((out / "parts.txt").read_text().splitlines()) == 24 and not (out / "_staging").exists()
     action = jobs[1].actions.get(number=1)

@@ -12,10 +12,12 @@ from django.utils import timezone
 
 from coordinators.bulk import ActionWriter
 from coordinators.choices import ActionStatus
+from coordinators.commands import CoordMaterializeXCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from tests.coordinators.runtime.conftest import run_pending_commands
+from xcommands.queue import enqueue
 
 
 def xml(start: str, end: str, throttle: int) -> str:
@@ -143,9 +145,6 @@ def test_chunks_stop_exactly_at_the_throttle(in_process_engine: None) -> None:
     assert [a.number for a in job.actions.order_by("number")] == list(range(1, 9))
     assert job.last_action_number == 8 and job.pending is False
     CoordinatorAction.objects.filter(job=job, number__lte=4).update(status=ActionStatus.READY)
-    from coordinators.commands import CoordMaterializeXCommand
-    from xcommands.queue import enqueue
-
     enqueue(CoordMaterializeXCommand(job_id=job.id))
     run_pending_commands()
     job.refresh_from_db()

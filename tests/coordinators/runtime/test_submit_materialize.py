@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from coordinators.choices import ActionStatus, JobStatus
+from coordinators.choices import ActionStatus, IllegalTransition, JobStatus
+from coordinators.commands import CoordActionReadyXCommand, CoordMaterializeXCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.services import submit_coordinator
+from coordinators.services import control, submit_coordinator
 from datasets.timeline import format_datetime
 from oozie.definitions import DefinitionError
 from tests.coordinators.runtime.conftest import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
+from xcommands.queue import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,9 +63,6 @@ def test_submit_start_and_catch_up_within_throttle() -> None:
     assert actions[0].id == f"{job.id}@1"
     assert actions[0].run_conf["input"] == actions[0].data_in["in"][0]
     # Materializing again changes nothing while throttle is full.
-    from coordinators.commands import CoordMaterializeXCommand
-    from xcommands.queue import enqueue
-
     enqueue(CoordMaterializeXCommand(job_id=job.id))
     run_all()
     assert job.actions.count() == 5
@@ -91,9 +91,6 @@ def test_suspended_jobs_create_nothing() -> None:
     run_all()
     CoordinatorJob.objects.filter(pk=job.pk).update(status=JobStatus.SUSPENDED, last_action_number=0)
     CoordinatorAction.objects.filter(job=job).delete()
-    from coordinators.commands import CoordMaterializeXCommand
-    from xcommands.queue import enqueue
-
     skipped = enqueue(CoordMaterializeXCommand(job_id=job.id))
     run_all()
     skipped.refresh_from_db()
@@ -116,8 +113,6 @@ def test_unsupported_or_unresolved_submissions_store_nothing(app_path: str, mess
 
 def test_suspend_holds_materialization_and_resume_catches_up() -> None:
     """Suspended: no new actions; resumed: the missed ones are created (spec 6.1.2)."""
-    from coordinators.services import control
-
     owner = User.objects.create_user("eve")
     job = submit_coordinator(xml(minutes_ago(10), minutes_ago(-60), throttle=100), {}, owner=owner)
     run_all()
@@ -128,9 +123,6 @@ def test_suspend_holds_materialization_and_resume_catches_up() -> None:
     job.refresh_from_db()
     assert job.status == JobStatus.SUSPENDED
     # Time passes while suspended: pretend a further batch is due, materialization is refused.
-    from coordinators.commands import CoordMaterializeXCommand
-    from xcommands.queue import enqueue
-
     CoordinatorJob.objects.filter(pk=job.pk).update(last_action_number=created_before - 3)
     CoordinatorAction.objects.filter(job=job, number__gt=created_before - 3).delete()
     enqueue(CoordMaterializeXCommand(job_id=job.id))
@@ -145,9 +137,6 @@ def test_suspend_holds_materialization_and_resume_catches_up() -> None:
 
 def test_kill_kills_live_actions_and_refuses_twice() -> None:
     """Kill moves the job and every unfinished action to KILLED; a second kill is refused at once."""
-    from coordinators.choices import IllegalTransition
-    from coordinators.services import control
-
     owner = User.objects.create_user("fay")
     job = submit_coordinator(xml(minutes_ago(5), minutes_ago(-60)), {}, owner=owner)
     run_all()
@@ -177,11 +166,6 @@ def test_kill_kills_live_actions_and_refuses_twice() -> None:
 )
 def test_execution_order_on_a_backlog(execution: str, expected_started: list[int], expected_skipped: list[int]) -> None:
     """Concurrency 1 on four READY actions: FIFO starts the oldest, LIFO the newest, LAST_ONLY skips the rest."""
-    from unittest import mock
-
-    from coordinators.commands import CoordActionReadyXCommand
-    from xcommands.queue import enqueue
-
     owner = User.objects.create_user(f"u-{execution.lower()}")
     text = xml(minutes_ago(4), minutes_ago(0), throttle=100).replace(
         "<controls>", f"<controls><concurrency>1</concurrency><execution>{execution}</execution>"

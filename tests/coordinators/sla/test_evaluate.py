@@ -15,8 +15,9 @@ from coordinators.sla.evaluate import (
     from_json,
     parse_alert_events,
     plan_sla,
+    validate_sla,
 )
-from oozie.definitions import parse_coordinator
+from oozie.definitions import DefinitionError, parse_coordinator
 
 FIXTURES = Path(__file__).resolve().parents[1] / "definitions" / "fixtures"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -149,9 +150,6 @@ def test_no_sla_block_stores_nothing() -> None:
 
 def test_validate_sla_reports_a_definition_error_for_submission() -> None:
     """validate_sla (for submit and dry-run) turns a bad SLA into a DefinitionError naming sla:info."""
-    from coordinators.sla.evaluate import validate_sla
-    from oozie.definitions import DefinitionError
-
     good = resolved(coordinator_02(FULL_02), {"owner": "ops"})
     validate_sla(good, now=NOW)
     bad = resolved(coordinator_02(

@@ -19,6 +19,7 @@ from django.test import override_settings
 
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, SLAEvent
+from coordinators.sla import notify
 from coordinators.sla.notify import deliver, retry_now
 from coordinators.sla.service import check
 from statusservice.sla import sla_checks, sla_notifications
@@ -191,8 +192,6 @@ def test_claimed_events_are_not_sent_twice_by_a_concurrent_run() -> None:
     action = materialized_job().actions.get()
     check(now=at(action, -1) + timedelta(minutes=4))
     SLAEvent.objects.update(next_attempt_at=at(action, -10))
-    from coordinators.sla import notify
-
     calls: list[int] = []
     original = notify.SENDERS["email"]
 

@@ -6,15 +6,22 @@ import threading
 from datetime import datetime, timedelta
 
 import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection
+from django.utils import timezone
 
+import coordinators.preparation
 from coordinators.choices import ActionStatus
-from coordinators.models import CoordinatorAction, SLAEvent, SLARegistration
-from coordinators.services import control
+from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent, SLARegistration
+from coordinators.services import control, rerun_job, submit_coordinator
 from coordinators.sla.service import check, reopen
+from oozie.definitions import DefinitionError
+from project.celery import route_task
 from statusservice.sla import sla_checks
+from statusservice.tick import SERVICES
 from tests.coordinators.runtime.conftest import run_pending_commands
-from tests.coordinators.sla.factories import SLA_01, materialized_job
+from tests.coordinators.sla.factories import SLA_01, materialized_job, sla_xml
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -165,8 +172,6 @@ def test_a_rerun_is_tracked_as_a_new_run() -> None:
 
 def test_a_rerun_through_the_service_reopens_the_record() -> None:
     """services.rerun_job -> CoordRerunXCommand: the closed record opens and the new run is tracked anew."""
-    from coordinators.services import rerun_job
-
     job = materialized_job()
     action = job.actions.get()
     CoordinatorAction.objects.filter(pk=action.pk).update(
@@ -208,8 +213,6 @@ def test_an_sla_that_does_not_evaluate_does_not_stop_materialization(monkeypatch
     Submission refuses such a block (validate_sla); materialization must still survive one
     (a job stored before the check, or a value that only goes wrong for a later action).
     """
-    import coordinators.preparation
-
     monkeypatch.setattr(coordinators.preparation, "validate_sla", lambda resolved, now: None)
     job = materialized_job(sla="<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time><sla:should-end>${-1 * HOURS}</sla:should-end>")
     action = job.actions.get()
@@ -219,11 +222,6 @@ def test_an_sla_that_does_not_evaluate_does_not_stop_materialization(monkeypatch
 
 def test_the_beat_schedule_runs_the_sla_services() -> None:
     """celery beat's tick runs the checker and the delivery (ADR 0017), on the services queue."""
-    from django.conf import settings
-
-    from project.celery import route_task
-    from statusservice.tick import SERVICES
-
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert tasks == {"statusservice.tick"}
     assert {"sla.checks", "sla.notifications"} <= {service.name for service in SERVICES}
@@ -233,14 +231,6 @@ def test_the_beat_schedule_runs_the_sla_services() -> None:
 
 def test_submission_refuses_an_sla_block_that_does_not_evaluate() -> None:
     """A negative should-end is the submitter's error: a DefinitionError naming sla:info, and nothing is stored."""
-    from django.contrib.auth.models import User
-    from django.utils import timezone
-
-    from coordinators.models import CoordinatorJob
-    from coordinators.services import submit_coordinator
-    from oozie.definitions import DefinitionError
-    from tests.coordinators.sla.factories import sla_xml
-
     start = timezone.now().replace(second=0, microsecond=0)
     bad = "<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time><sla:should-end>${-1 * HOURS}</sla:should-end>"
     with pytest.raises(DefinitionError, match="sla:info"):

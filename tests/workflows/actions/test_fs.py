@@ -6,6 +6,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pytest
 
 from workflows.actions import ActionContext, ActionResult, execute
@@ -280,8 +281,6 @@ def test_failing_prepare_stops_the_action(root: Path) -> None:
 
 def test_fs_on_memory_storage(settings: Any) -> None:
     """Any fsspec URI under the roots: mkdir, touchz, move and delete on memory://."""
-    import fsspec
-
     settings.WORKFLOW_FS_ROOTS = ["memory:///wf-fs-test"]
     memory = fsspec.filesystem("memory")
     try:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from oozie.definitions import parse_hadoop_configuration
+from project import settings as project_settings
 from workflows.actions import ActionContext, ActionResult, execute
 
 CONTEXT = ActionContext(
@@ -48,8 +49,6 @@ def test_disabled_by_default(settings: Any, tmp_path: Path) -> None:
 
 def test_the_project_default_is_off() -> None:
     """The shipped setting keeps shell actions off."""
-    from project import settings as project_settings
-
     if os.environ.get("WORKFLOW_SHELL_ENABLED"):
         pytest.skip("the environment sets WORKFLOW_SHELL_ENABLED")
     assert project_settings.WORKFLOW_SHELL_ENABLED is False

@@ -29,10 +29,10 @@ def test_a_failed_workflow_drawn_then_rerun_from_its_failed_node_in_chromium(
 ) -> None:
     """The page draws every node as a visible box coloured by status and lists the nodes; the rerun action
     (list page) reruns the failed node and the page then shows the whole graph green."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.select import Select
-    from selenium.webdriver.support.wait import WebDriverWait
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support import expected_conditions  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.select import Select  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     directory = pipeline_app(tmp_path)
     workflow = submit(directory, ann)
