@@ -1,4 +1,9 @@
-"""Shared fixtures: a real Redis, real Celery workers, and the `database` marker for CI's rerun."""
+"""Shared fixtures: a real Redis, real Celery workers, and the `database` marker for CI's rerun.
+
+Fixtures that tests of several directories use live in tests/support/ modules, registered here
+as plugins (pytest reads `pytest_plugins` only in this, the top conftest); their helpers are
+imported from the same modules.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,9 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.db import connection
-from kombu import pools
 
 from project.celery import app
+from tests.support.celery_app import point_celery_at
 from tests.support.processes import (
     RedisServer,
     WorkerProcess,
@@ -21,6 +26,15 @@ from tests.support.processes import (
     start_redis,
     start_worker,
 )
+
+pytest_plugins = [
+    "tests.support.engine",  # in_process_engine
+    "tests.support.users",  # ann, bob, carol, admin
+    "tests.support.bundles",  # make_bundle
+]
+
+# The batch helpers assert on the batches they build: rewrite their asserts, as in a conftest.
+pytest.register_assert_rewrite("tests.support.batches")
 
 DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
 
@@ -85,19 +99,9 @@ def redis_url(redis_server: RedisServer) -> Iterator[str]:
 def celery_to_test_redis(redis_url: str) -> Iterator[str]:
     """Point this process's Celery app (publishing side) at the private Redis."""
     old_broker, old_backend = app.conf.broker_url, app.conf.result_backend
-    _point_celery_at(app, redis_url, redis_url)
+    point_celery_at(app, redis_url, redis_url)
     yield redis_url
-    _point_celery_at(app, old_broker, old_backend)
-
-
-def _point_celery_at(app: Any, broker: str, backend: str) -> None:
-    """Switch the in-process Celery app's broker and result backend, dropping cached pools."""
-    app.conf.broker_url = broker
-    app.conf.result_backend = backend
-    pools.reset()  # kombu caches pools per URL globally; start afresh
-    app._after_fork()  # forgets the app's connection and producer pools
-    app._backend_cache = None
-    app._local.__dict__.pop("backend", None)
+    point_celery_at(app, old_broker, old_backend)
 
 
 @pytest.fixture(scope="session")

@@ -13,11 +13,8 @@ from django.core.management import CommandError, call_command
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, BatchReport, Collection
-from tests.batches.api.conftest import admin, batch_with_held_jobs, bob, failed_batch, held_batch
-from tests.batches.conftest import Ingest, settle
+from tests.support.batches import Ingest, batch_with_held_jobs, failed_batch, held_batch, settle
 from xcommands.models import Command
-
-__all__ = ["admin", "bob"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

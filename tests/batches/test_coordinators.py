@@ -23,8 +23,8 @@ from coordinators.services import control, rerun_job, submit_coordinator
 from datasets.timeline import format_datetime
 from oozie.definitions import DefinitionError
 from statusservice.tasks import input_checks
-from tests.batches.conftest import Ingest, settle
 from tests.batches.tasks import switch
+from tests.support.batches import Ingest, settle
 from tests.support.processes import WorkerProcess, wait_until
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode

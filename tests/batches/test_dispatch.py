@@ -12,7 +12,8 @@ from batches.choices import JobStatus as J
 from batches.commands.stage import fill_slots
 from batches.dispatch import ensure_slots, runnable_jobs
 from batches.models import Batch, BatchJob, Slot
-from tests.batches.conftest import Ingest, run_pending_commands, settle
+from tests.support.batches import Ingest, settle
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,7 +16,7 @@ from batches.choices import JobStatus as J
 from batches.definitions import parse_manifest
 from batches.models import Batch, BatchJob, Collection, InventoryFile, InventoryObject, Profile
 from batches.services import submit_batch
-from tests.batches.conftest import Ingest, settle
+from tests.support.batches import Ingest, settle
 from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)

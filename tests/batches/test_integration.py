@@ -19,8 +19,8 @@ from batches.config import ingest_settings
 from batches.models import Batch, BatchJob, MintedIdentifier
 from batches.services import batch_verb, hold_collection, job_verb, release_collection
 from batches.stages import free_bytes
-from tests.batches.conftest import Ingest
 from tests.batches.tasks import switch
+from tests.support.batches import Ingest
 from tests.support.processes import WorkerProcess, wait_until
 
 pytestmark = pytest.mark.integration

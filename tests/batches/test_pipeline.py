@@ -11,8 +11,8 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, InventoryFile, MintedIdentifier
 from batches.services import batch_verb, job_verb
-from tests.batches.conftest import Ingest, settle
 from tests.batches.tasks import switch
+from tests.support.batches import Ingest, settle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,8 +25,9 @@ from kernel.statemachine import IllegalTransition
 from operations.choices import JobStatus as OperationJobStatus
 from operations.models import OperationJob
 from statusservice.batches import housekeeping
-from tests.batches.conftest import Ingest, run_pending_commands, settle
 from tests.batches.tasks import switch
+from tests.support.batches import Ingest, settle
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 from xcommands.queue import enqueue
 

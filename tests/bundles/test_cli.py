@@ -15,8 +15,8 @@ from bundles.models import BundleAction, BundleJob
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorJob
 from tests.bundles.api.factories import bundle_app, finish, running_bundle
-from tests.bundles.conftest import settle
 from tests.bundles.factories import window
+from tests.support.bundles import settle
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]

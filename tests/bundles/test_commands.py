@@ -19,7 +19,7 @@ from bundles.commands import (
     BundleSuspendXCommand,
 )
 from bundles.models import BundleJob
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.base import XCommand
 from xcommands.models import Command
 from xcommands.queue import enqueue

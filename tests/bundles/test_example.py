@@ -15,8 +15,8 @@ from bundles.models import BundleJob
 from coordinators.models import CoordinatorJob
 from oozie.definitions import DefinitionError, parse_properties
 from oozie.properties import BUNDLE_APP_PATH
-from tests.bundles.conftest import settle
 from tests.bundles.factories import bundle_xml, window, write_coordinator
+from tests.support.bundles import settle
 from tests.support.processes import ROOT
 
 PIPELINE = ROOT / "examples" / "pipeline"

@@ -19,8 +19,8 @@ from coordinators.commands.rerun import RerunRefused
 from coordinators.models import CoordinatorJob
 from kernel.permissions import JobPermissionDenied
 from oozie.definitions import DefinitionError
-from tests.bundles.conftest import run_actions, settle
 from tests.bundles.factories import bundle_xml, minute, window, write_coordinator
+from tests.support.bundles import run_actions, settle
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]

@@ -20,9 +20,9 @@ from bundles.models import BundleAction, BundleJob
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorJob
 from statusservice import bundles as bundle_services
-from tests.bundles.conftest import run_actions, settle
 from tests.bundles.factories import minute
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.bundles import run_actions, settle
+from tests.support.engine import run_pending_commands
 from xcommands import engine
 from xcommands.models import Command
 

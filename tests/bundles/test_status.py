@@ -15,7 +15,7 @@ from bundles.commands.lifecycle import BundleStatusTransitXCommand
 from bundles.models import BundleAction, BundleJob
 from bundles.status import derive_status
 from coordinators.choices import JobStatus as J
-from tests.bundles.conftest import settle
+from tests.support.bundles import settle
 
 
 @pytest.mark.parametrize(

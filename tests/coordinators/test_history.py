@@ -21,10 +21,8 @@ from coordinators.services import control, submit_coordinator
 from datasets.timeline import format_datetime
 from statusservice import coordinators as services
 from tests.coordinators.api.factories import api, user
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.queue import enqueue
-
-__all__ = ["in_process_engine"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

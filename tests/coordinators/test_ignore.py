@@ -23,9 +23,9 @@ from coordinators.services import (
 )
 from datasets.timeline import format_datetime
 from kernel.permissions import JobPermissionDenied
-from tests.bundles.conftest import make_bundle, settle  # noqa: F401 - fixture
 from tests.coordinators.api.factories import coordinator_xml, window
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from tests.support.bundles import settle
+from tests.support.engine import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 
@@ -34,7 +34,7 @@ A, J = ActionStatus, JobStatus
 
 
 @pytest.fixture(autouse=True)
-def _engine(in_process_engine: None) -> None:  # noqa: F811
+def _engine(in_process_engine: None) -> None:
     """Commands run in process, doorbells go to the private Redis."""
 
 
@@ -234,7 +234,7 @@ def test_a_pending_failed_job_is_not_ignored(ann: User) -> None:
         ignore_job(job.id, actor=ann)
 
 
-def test_an_ignored_coordinator_no_longer_counts_in_its_bundle(make_bundle: Callable[..., BundleJob]) -> None:  # noqa: F811
+def test_an_ignored_coordinator_no_longer_counts_in_its_bundle(make_bundle: Callable[..., BundleJob]) -> None:
     """DG_CommandLineTool: a bundle whose failed (here killed) coordinator is ignored runs on without error."""
     bundle = make_bundle()
     owner = bundle.owner

@@ -27,11 +27,9 @@ from coordinators.services import rerun_job, submit_coordinator
 from datasets.timeline import format_datetime, parse_datetime, resolve_timezone, to_local
 from oozie.definitions import DefinitionError, parse_coordinator
 from tests.coordinators.api.factories import api, user
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
-
-__all__ = ["in_process_engine"]
 
 NOW = parse_datetime("2026-01-01T00:00Z")
 EMPTY = "materializes no actions between start and end time"

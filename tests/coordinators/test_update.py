@@ -18,7 +18,7 @@ from datasets.timeline import format_datetime
 from kernel.permissions import JobPermissionDenied
 from oozie.definitions import DefinitionError
 from statusservice.coordinators import materialization_trigger
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from tests.support.engine import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 
@@ -27,7 +27,7 @@ APP_PATH = "oozie.coord.application.path"
 
 
 @pytest.fixture(autouse=True)
-def _engine(in_process_engine: None, settings: Any) -> None:  # noqa: F811
+def _engine(in_process_engine: None, settings: Any) -> None:
     """Commands run in process; a short look-ahead, so later actions are created after an update."""
     settings.COORD_MATERIALIZATION_LOOKAHEAD_SECONDS = 60
 

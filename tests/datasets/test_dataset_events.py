@@ -14,7 +14,7 @@ from coordinators.models import CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.models import AvailableInstance
 from datasets.timeline import format_datetime
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 # Commands run in process (the fixture lives with the coordinator runtime tests).

@@ -14,9 +14,9 @@ from bundles.models import BundleJob
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorJob
 from tests.bundles.api.factories import bundle_app, finish, running_bundle, stored_bundle
-from tests.bundles.conftest import settle
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.bundles import settle
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

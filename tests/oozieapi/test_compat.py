@@ -29,8 +29,8 @@ from oozieapi.filters import (
 from oozieapi.ids import is_bundle_id, is_workflow_id, kind_of
 from tests.bundles.api.factories import running_bundle
 from tests.coordinators.api.factories import api, bulk_actions, bulk_jobs, coordinator_xml, window
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

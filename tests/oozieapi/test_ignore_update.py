@@ -19,8 +19,8 @@ from coordinators.services import control, submit_from_properties
 from datasets.timeline import format_datetime
 from oozie.definitions import serialize_hadoop_configuration
 from tests.coordinators.api.factories import api
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

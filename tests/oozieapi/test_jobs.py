@@ -13,8 +13,8 @@ from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from tests.coordinators.api.factories import bulk_actions, bulk_jobs, coordinator_xml, window
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

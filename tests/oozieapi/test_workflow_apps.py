@@ -17,9 +17,9 @@ from django.test import override_settings
 from lxml import etree
 
 from oozie.definitions import serialize_hadoop_configuration
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
 from tests.oozieapi.test_workflow_jobs import NODE_KEYS, RFC822, WORKFLOW_KEYS, launch
+from tests.support.engine import run_pending_commands
 from tests.workflows.api.factories import APP_PATH, drive, pipeline_app, rows, submit, write_app
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode

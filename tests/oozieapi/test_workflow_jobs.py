@@ -21,9 +21,9 @@ from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from statusservice.tasks import input_checks
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
-from tests.workflows.conftest import coordinator_xml
+from tests.support.coordinator_apps import coordinator_xml
+from tests.support.engine import run_pending_commands
 from workflows import runner
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode

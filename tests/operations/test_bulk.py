@@ -19,7 +19,7 @@ from operations.services import OperationConflict
 from tests.bundles.factories import bundle_xml, write_coordinator
 from tests.bundles.factories import window as bundle_window
 from tests.coordinators.api.factories import coordinator_xml, window
-from tests.operations.conftest import run_all
+from tests.support.engine import run_all
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 

@@ -23,9 +23,9 @@ from coordinators.models import CoordinatorJob
 from operations.bulk import start_bulk
 from operations.choices import OperationStatus
 from operations.models import Operation
-from tests.bundles.conftest import make_bundle, settle  # noqa: F401 - a fixture
 from tests.coordinators.api.factories import api, bulk_jobs, user
-from tests.operations.conftest import run_all
+from tests.support.bundles import settle
+from tests.support.engine import run_all
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
@@ -136,7 +136,7 @@ def test_an_incompatible_bulk_verb_on_the_same_scope_is_409_naming_the_running_o
     assert Operation.objects.count() == 2
 
 
-def test_bundle_bulk_kills_the_selected_bundles(make_bundle: Any) -> None:  # noqa: F811 - the fixture
+def test_bundle_bulk_kills_the_selected_bundles(make_bundle: Any) -> None:
     ann = User.objects.get_or_create(username="ann")[0]
     first, second = make_bundle(owner=ann), make_bundle(owner=ann)
     settle()

@@ -14,9 +14,8 @@ from operations.commands import JobContext, OperationCompleteXCommand
 from operations.models import Operation, OperationJob
 from operations.services import OperationConflict, cancel_operation, progress, start_operation
 from statusservice.operations import lost_completions
-from tests.coordinators.runtime.conftest import run_pending_commands
-from tests.operations.conftest import run_all
 from tests.operations.types import COMPLETIONS
+from tests.support.engine import run_all, run_pending_commands
 from xcommands.keyed import TaskNotAllowed, enqueue_job
 from xcommands.models import Command
 from xcommands.queue import enqueue

@@ -18,7 +18,7 @@ import pytest
 from django.db import transaction
 
 from project.celery import app
-from tests.conftest import _point_celery_at
+from tests.support.celery_app import point_celery_at
 from tests.support.processes import RedisServer, WorkerProcess, start_redis, wait_until
 from xcommands.choices import CommandStatus
 from xcommands.keyed import enqueue_job
@@ -45,11 +45,11 @@ def own_redis(celery_to_test_redis: str) -> Iterator[RedisServer]:
     shutdown still has its broker.
     """
     server = start_redis()
-    _point_celery_at(app, server.url, server.url)
+    point_celery_at(app, server.url, server.url)
     try:
         yield server
     finally:
-        _point_celery_at(app, celery_to_test_redis, celery_to_test_redis)
+        point_celery_at(app, celery_to_test_redis, celery_to_test_redis)
         server.stop()
         shutil.rmtree(server.directory, ignore_errors=True)
 

@@ -44,3 +44,14 @@ def test_ruff_checks_imports_inside_functions_everywhere() -> None:
     assert selected is not None and '"PLC0415"' in selected.group("codes")
     ignores = config.split("[tool.ruff.lint.per-file-ignores]", 1)[-1].split("\n[", 1)[0]
     assert "PLC0415" not in ignores
+
+
+def test_no_test_imports_a_conftest() -> None:
+    """A conftest holds its directory's fixtures; what other trees share lives in tests/support/ (plugins of the root)."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in (ROOT / "tests").rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.match(r"\s*(from\s+\S*conftest\s+import|import\s+\S*conftest)", line)
+    ]
+    assert not offenders, offenders

@@ -17,8 +17,8 @@ import redis
 from project.celery import app
 from project.launcher import Child, Supervisor
 from project.tasks import healthcheck
-from tests.conftest import _point_celery_at
 from tests.project.test_integration import Launcher, _get, up_environment
+from tests.support.celery_app import point_celery_at
 from tests.support.processes import group_members, wait_until
 
 # A child that notes when SIGTERM reached it, lingers `delay` seconds, notes its exit, and exits.
@@ -174,7 +174,7 @@ def test_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -> None:
     launcher = Launcher(env, tmp_path / "up.log")
     try:
         launcher.wait_up(120)
-        _point_celery_at(app, redis_url, redis_url)
+        point_celery_at(app, redis_url, redis_url)
         assert healthcheck.apply_async().get(timeout=60)["database"] == "ok"
 
         worker = launcher.children()["worker"]
@@ -195,12 +195,12 @@ def test_up_restarts_a_killed_worker_and_a_killed_redis(tmp_path: Path) -> None:
         wait_until(lambda: _get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 30, "/healthz to answer 200")
         assert client.get("survives-a-restart") == b"yes"
 
-        _point_celery_at(app, redis_url, redis_url)  # this process's own connections are stale
+        point_celery_at(app, redis_url, redis_url)  # this process's own connections are stale
         assert healthcheck.apply_async().get(timeout=60)["database"] == "ok"
         assert launcher.children()["worker"] == worker, "the worker should ride out a Redis restart"
         assert "worker exited" not in launcher.text().split("redis exited", 1)[1]
     finally:
-        _point_celery_at(app, old_broker, old_backend)
+        point_celery_at(app, old_broker, old_backend)
         if launcher.process.poll() is None:
             launcher.stop(signal.SIGTERM)
 

@@ -40,7 +40,6 @@ from coordinators.sla.service import check
 from kernel.mail import EmailNotConfigured, email_configured
 from project.celery import QUEUE_NAMES, app
 from statusservice import tick as clock
-from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - a fixture
 from tests.coordinators.runtime.test_end_to_end import definition, minute
 from tests.coordinators.sla.factories import SLA_01, materialized_job
 from tests.statusservice.test_coordinator_services import job_with

@@ -48,7 +48,6 @@ from oozie.properties import WF_NOTIFICATION_URL as JOB_URL
 from tests.bundles.factories import bundle_xml, write_coordinator
 from tests.bundles.factories import window as bundle_window
 from tests.coordinators.api.factories import api, coordinator_xml, user, window
-from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - fixture
 from tests.oozieapi.client import Oozie, error_of
 from tests.workflows.api.factories import APP_PATH, drive
 from workflows import notifications

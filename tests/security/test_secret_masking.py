@@ -46,22 +46,20 @@ from kernel.secrets import MASK, mask_properties, mask_text, may_see_secrets
 from project.celery import app
 from statusservice.tasks import input_checks
 from tests.bundles.api.factories import bundle_app
-from tests.bundles.conftest import settle
 from tests.bundles.factories import window as bundle_window
 from tests.coordinators.api.factories import api, user
 from tests.coordinators.api.factories import coordinator_xml as api_coordinator_xml
 from tests.coordinators.api.factories import window as api_window
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands
 from tests.oozieapi.client import Oozie
+from tests.support.bundles import settle
+from tests.support.coordinator_apps import coordinator_xml, prop
+from tests.support.engine import run_pending_commands
 from tests.workflows.api.factories import APP_PATH, celery, drive, write_app
-from tests.workflows.conftest import coordinator_xml, prop
 from workflows.api.access import guard
 from workflows.models import WorkflowJob
 from workflows.services import request_rerun
 from xcommands.keyed import enqueue_job
 from xcommands.models import Command
-
-__all__ = ["in_process_engine"]
 
 SECRETS = {
     "db.password": "hunter2-db-pw",

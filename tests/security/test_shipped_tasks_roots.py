@@ -22,7 +22,6 @@ from django.contrib.auth.models import User
 from coordinators.services import submit_coordinator
 from statusservice.tasks import input_checks
 from tests.coordinators.api.factories import api, coordinator_xml, user, window
-from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - fixture
 from tests.support.processes import wait_until
 from tests.workflows.api.factories import APP_PATH, drive, write_app
 from workflows.choices import NodeStatus

@@ -14,7 +14,7 @@ from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from statusservice import coordinators as services
 from statusservice.tasks import input_checks
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]

@@ -23,8 +23,8 @@ from coordinators.models import CoordinatorJob
 from coordinators.services import submit_coordinator
 from oozie.definitions import DefinitionError
 from statusservice.tasks import input_checks
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
-from tests.workflows.conftest import minute
+from tests.support.coordinator_apps import minute
+from tests.support.engine import run_pending_commands
 from workflows import notifications
 from workflows.choices import NodeStatus as N
 from workflows.choices import WorkflowStatus as W

@@ -18,8 +18,8 @@ from django.contrib.auth.models import User
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
 from coordinators.services import submit_coordinator
+from tests.support.coordinator_apps import coordinator_xml
 from tests.support.processes import WorkerProcess, wait_until
-from tests.workflows.conftest import coordinator_xml
 from workflows.choices import NodeStatus
 from workflows.models import WorkflowNode
 from xcommands.choices import CommandStatus

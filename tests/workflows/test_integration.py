@@ -23,7 +23,8 @@ from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
 from coordinators.services import submit_coordinator
 from project.celery import app
-from tests.conftest import _point_celery_at
+from tests.support.celery_app import point_celery_at
+from tests.support.coordinator_apps import coordinator_xml, prop
 from tests.support.processes import (
     WorkerProcess,
     child_env,
@@ -33,7 +34,6 @@ from tests.support.processes import (
     start_worker,
     wait_until,
 )
-from tests.workflows.conftest import coordinator_xml, prop
 from workflows.choices import NodeStatus
 from workflows.models import WorkflowNode
 
@@ -104,7 +104,7 @@ def test_a_task_that_finishes_while_redis_is_down_succeeds(
     once Redis is back (empty) the action is still SUCCEEDED, run once, and the worker and beat are still up."""
     server = start_redis()
     old = (app.conf.broker_url, app.conf.result_backend)
-    _point_celery_at(app, server.url, server.url)
+    point_celery_at(app, server.url, server.url)
     log = tmp_path / "ran.jsonl"
     try:
         env = child_env(connection.settings_dict, server.url, FAST)
@@ -135,5 +135,5 @@ def test_a_task_that_finishes_while_redis_is_down_succeeds(
             assert len(log.read_text().splitlines()) == 1
             assert worker.process.poll() is None and beat.process.poll() is None, "worker and beat outlived Redis"
     finally:
-        _point_celery_at(app, *old)
+        point_celery_at(app, *old)
         server.stop()

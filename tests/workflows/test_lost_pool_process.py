@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from coordinators.models import CoordinatorAction
+from tests.support.coordinator_apps import prop
 from tests.support.processes import wait_until
-from tests.workflows.conftest import node_of, prop
+from tests.support.workflow_nodes import node_of
 from workflows.choices import NodeStatus
 from workflows.models import WorkflowNode
 from xcommands.keyed import enqueue_job

@@ -15,7 +15,8 @@ from django.utils import timezone
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
 from statusservice import coordinators as services
-from tests.workflows.conftest import node_of, run_pending_commands
+from tests.support.engine import run_pending_commands
+from tests.support.workflow_nodes import node_of
 from workflows import recovery, runner
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode

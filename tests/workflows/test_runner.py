@@ -12,7 +12,9 @@ from django.db import OperationalError
 from coordinators.choices import ActionStatus
 from coordinators.commands.actions import CoordActionStatusXCommand
 from coordinators.models import CoordinatorAction
-from tests.workflows.conftest import node_of, prop, run_pending_commands
+from tests.support.coordinator_apps import prop
+from tests.support.engine import run_pending_commands
+from tests.support.workflow_nodes import node_of
 from workflows import parents, runner
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowNode

@@ -16,8 +16,10 @@ from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, StatusChange
 from coordinators.services import submit_coordinator
 from statusservice.tasks import input_checks
+from tests.support.coordinator_apps import coordinator_xml
+from tests.support.engine import run_pending_commands
 from tests.support.locks import row_locked
-from tests.workflows.conftest import coordinator_xml, node_of, run_pending_commands
+from tests.support.workflow_nodes import node_of
 from workflows import runner
 from workflows.choices import NodeStatus
 from workflows.recovery import recover

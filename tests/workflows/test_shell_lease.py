@@ -18,8 +18,8 @@ import pytest
 from django.db import OperationalError
 
 from coordinators.models import CoordinatorAction
+from tests.support.workflow_nodes import node_of
 from tests.workflows.actions.test_shell import _assert_dead
-from tests.workflows.conftest import node_of
 from workflows import runner
 from workflows.actions import ActionContext, execute
 from workflows.leases import NODE_LEASE

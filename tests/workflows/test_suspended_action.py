@@ -14,7 +14,9 @@ import pytest
 
 from coordinators.choices import ACTION_ACTIVE, ActionStatus
 from coordinators.models import CoordinatorAction, StatusChange
-from tests.workflows.conftest import node_of, prop, run_pending_commands
+from tests.support.coordinator_apps import prop
+from tests.support.engine import run_pending_commands
+from tests.support.workflow_nodes import node_of
 from workflows import parents, runner
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.services import request_control

@@ -10,7 +10,7 @@ from django.test import Client, override_settings
 from rest_framework.test import APIClient
 
 from project.celery import app
-from tests.conftest import _point_celery_at
+from tests.support.celery_app import point_celery_at
 from xcommands import engine
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
@@ -24,10 +24,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _redis(redis_url: str) -> Iterator[None]:
     old = (app.conf.broker_url, app.conf.result_backend)
-    _point_celery_at(app, redis_url, redis_url)
+    point_celery_at(app, redis_url, redis_url)
     with override_settings(REDIS_URL=redis_url):
         yield
-    _point_celery_at(app, *old)
+    point_celery_at(app, *old)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 import xcommands
 from project.celery import app
-from tests.conftest import _point_celery_at
+from tests.support.celery_app import point_celery_at
 from xcommands import base, engine, keyed, operations, queue
 from xcommands.base import XCommand, registered_command
 from xcommands.choices import TRANSITIONS, CommandStatus
@@ -37,11 +37,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def traces(redis_url: str) -> Iterator[redis.Redis]:
     """Traces go to the private Redis; doorbells too (no worker listens here)."""
     old = (app.conf.broker_url, app.conf.result_backend)
-    _point_celery_at(app, redis_url, redis_url)
+    point_celery_at(app, redis_url, redis_url)
     # One command per process() call unless a test asks for the drain (see its own test).
     with override_settings(REDIS_URL=redis_url, COMMAND_DRAIN_MAX=1):
         yield redis.Redis.from_url(redis_url)
-    _point_celery_at(app, *old)
+    point_celery_at(app, *old)
 
 
 def status_of(row: Command) -> str:

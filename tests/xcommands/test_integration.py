@@ -19,7 +19,7 @@ from django.test import override_settings
 import tests.xcommands.commands  # noqa: F401 - registers the tasks in this process too
 from project.celery import app
 from project.launcher import free_port
-from tests.conftest import _point_celery_at
+from tests.support.celery_app import point_celery_at
 from tests.support.processes import WorkerProcess, wait_until
 from xcommands.choices import TERMINAL_STATUSES, CommandStatus
 from xcommands.keyed import enqueue_job
@@ -261,7 +261,7 @@ def test_commands_committed_while_redis_is_down_run_once_it_is_back(
     live_workers: Callable[..., WorkerProcess], live_beat: Callable[..., WorkerProcess], rclient: redis.Redis
 ) -> None:
     """Enqueue commits even when the doorbell cannot be sent; the sweep rings it later and it runs."""
-    _point_celery_at(app, f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0")
+    point_celery_at(app, f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0")
     rows = []
     try:
         for i in range(4):
@@ -269,7 +269,7 @@ def test_commands_committed_while_redis_is_down_run_once_it_is_back(
             rows.append(enqueue(TraceXCommand(key=f"down-{i % 2}", label=f"d{i}", transactional=False)))
             assert time.monotonic() - started < 5, "a dead broker must not hang the caller"
     finally:
-        _point_celery_at(app, _url(rclient), _url(rclient))
+        point_celery_at(app, _url(rclient), _url(rclient))
     assert rclient.llen("commands") == 0  # no doorbell reached Redis
     assert Command.objects.filter(pk__in=[r.pk for r in rows], status=CommandStatus.PENDING).count() == 4
     worker(live_workers, "w1")

@@ -1,19 +1,16 @@
-"""Batch admin fixtures: a logged-in job admin, staff with chosen permissions, batches with jobs in chosen states."""
+"""Batch admin fixtures: a logged-in job admin, batches with jobs in chosen states (staff clients: tests/support/users.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from batches.choices import BatchStatus as B
 from batches.models import Batch, BatchJob
-from tests.batches.conftest import Ingest
-
-MakeBatch = Callable[..., Batch]
+from tests.support.batches import Ingest, MakeBatch
 
 
 @pytest.fixture
@@ -22,17 +19,6 @@ def operator(client: Client) -> Client:
     user = User.objects.create_superuser("operator", "operator@example.com", "pw")
     client.force_login(user)
     return client
-
-
-def staff(username: str, *codenames: str) -> Client:
-    """A client logged in as a staff user holding these permissions (app_label.codename)."""
-    user = User.objects.create_user(username, is_staff=True)
-    for name in codenames:
-        app_label, codename = name.split(".")
-        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-    browser = Client()
-    browser.force_login(user)
-    return browser
 
 
 @pytest.fixture

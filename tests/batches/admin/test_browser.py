@@ -18,9 +18,8 @@ from django.utils import timezone
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import BatchJob, Collection, ReportDelivery
-from tests.batches.admin.conftest import MakeBatch
-from tests.batches.conftest import Ingest, settle
 from tests.bundles.admin.test_browser import HEIGHT, WIDTH, browser, log_in, screenshots  # noqa: F401 - fixtures
+from tests.support.batches import Ingest, MakeBatch, settle
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -10,8 +10,8 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, Collection, IngestSettings, Profile
 from batches.services import hold_collection
-from tests.batches.admin.conftest import MakeBatch, staff
-from tests.batches.conftest import Ingest, settle
+from tests.support.batches import Ingest, MakeBatch, settle
+from tests.support.users import staff
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import BatchJob, Collection, Profile
-from tests.batches.admin.conftest import MakeBatch, staff
-from tests.batches.conftest import Ingest
+from tests.support.batches import Ingest, MakeBatch
+from tests.support.users import staff
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

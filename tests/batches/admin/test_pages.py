@@ -14,8 +14,8 @@ from django.test import Client
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, ReportDelivery
-from tests.batches.admin.conftest import MakeBatch, staff
-from tests.batches.conftest import Ingest, settle
+from tests.support.batches import Ingest, MakeBatch, settle
+from tests.support.users import staff
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -13,9 +13,8 @@ from django.core.management import CommandError, call_command
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, Collection
-from tests.batches.api.conftest import batch_with_held_jobs, failed_batch
-from tests.batches.conftest import Ingest, settle
 from tests.coordinators.api.factories import api, user
+from tests.support.batches import Ingest, batch_with_held_jobs, failed_batch, settle
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,9 +16,8 @@ from django.utils import timezone
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, BatchReport, Collection, Profile
-from tests.batches.api.conftest import failed_batch, held_batch
-from tests.batches.conftest import Ingest, settle
 from tests.coordinators.api.factories import api
+from tests.support.batches import Ingest, failed_batch, held_batch, settle
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,9 +7,8 @@ from django.contrib.auth.models import User
 
 from batches.choices import BatchStatus as B
 from batches.models import Batch, Collection, Profile
-from tests.batches.api.conftest import held_batch
-from tests.batches.conftest import Ingest, settle
 from tests.coordinators.api.factories import api
+from tests.support.batches import Ingest, held_batch, settle
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

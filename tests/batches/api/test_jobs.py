@@ -13,10 +13,9 @@ from django.utils import timezone
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, Collection
-from tests.batches.api.conftest import batch_with_held_jobs, failed_batch
-from tests.batches.conftest import Ingest, settle
 from tests.batches.tasks import switch
 from tests.coordinators.api.factories import api
+from tests.support.batches import Ingest, batch_with_held_jobs, failed_batch, settle
 from xcommands import engine
 from xcommands.choices import CommandStatus
 from xcommands.models import Command

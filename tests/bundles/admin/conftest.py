@@ -1,4 +1,4 @@
-"""Bundle admin tests: a logged-in staff operator; bundles built by `make_bundle` (tests/bundles/conftest.py)."""
+"""Bundle admin tests: a logged-in staff operator; bundles built by `make_bundle` (tests/support/bundles.py)."""
 
 from __future__ import annotations
 

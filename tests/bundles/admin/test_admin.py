@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import Count
 from django.test import Client
@@ -22,8 +22,9 @@ from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from tests.bundles.conftest import settle
 from tests.bundles.factories import minute
+from tests.support.bundles import settle
+from tests.support.users import staff
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
@@ -54,17 +55,6 @@ def results(client: Client, query: dict[str, str] | None = None) -> str:
 
 def status_of(bundle: BundleJob) -> str:
     return BundleJob.objects.get(pk=bundle.pk).status
-
-
-def staff(username: str, *codenames: str) -> Client:
-    """A client logged in as a staff user holding these permissions (app_label.codename)."""
-    user = User.objects.create_user(username, is_staff=True)
-    for name in codenames:
-        app_label, codename = name.split(".")
-        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-    browser = Client()
-    browser.force_login(user)
-    return browser
 
 
 BUNDLE_OPERATOR = ("bundles.view_bundlejob", "bundles.change_bundlejob")

@@ -20,8 +20,8 @@ from django.contrib.auth.models import User
 
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction
-from tests.bundles.conftest import run_actions
 from tests.bundles.factories import minute
+from tests.support.bundles import run_actions
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 

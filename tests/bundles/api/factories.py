@@ -11,9 +11,9 @@ from bundles import services
 from bundles.models import BundleAction, BundleJob
 from coordinators.models import CoordinatorAction
 from oozie.definitions import serialize_hadoop_configuration
-from tests.bundles.conftest import settle
 from tests.bundles.factories import bundle_xml, window, write_coordinator
 from tests.coordinators.api.factories import bulk_actions, bulk_jobs
+from tests.support.bundles import settle
 
 NAMES = ("daily", "hourly")
 

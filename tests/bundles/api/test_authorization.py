@@ -14,10 +14,10 @@ from bundles.choices import BundleStatus as B
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorJob
 from tests.bundles.api.factories import bundle_app, finish, running_bundle
-from tests.bundles.conftest import settle
 from tests.bundles.factories import window
 from tests.coordinators.api.factories import api, user
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.bundles import settle
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]

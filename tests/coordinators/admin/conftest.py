@@ -1,12 +1,10 @@
-"""Admin tests: a logged-in staff operator, commands run in process."""
+"""Admin tests: a logged-in staff operator (commands run in process: tests/support/engine.py)."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-
-from tests.coordinators.runtime.conftest import in_process_engine  # noqa: F401 - a fixture
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent
 from coordinators.services import submit_coordinator
 from coordinators.sla.service import check
 from kernel.permissions import JobPermissionDenied
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.coordinators.sla.factories import materialized_job, minute_floor, sla_xml
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

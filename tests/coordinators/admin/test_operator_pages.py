@@ -22,7 +22,7 @@ from kernel.display import (
     status_words,
 )
 from tests.coordinators.admin.factories import make_jobs
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 

@@ -11,8 +11,8 @@ from coordinators.models import CoordinatorAction
 from coordinators.services import rerun_job, submit_coordinator
 from statusservice.tasks import input_checks
 from tests.coordinators.api.factories import api
-from tests.coordinators.runtime.conftest import run_pending_commands
-from tests.workflows.conftest import coordinator_xml
+from tests.support.coordinator_apps import coordinator_xml
+from tests.support.engine import run_pending_commands
 from workflows import runner
 from workflows.models import WorkflowNode
 

@@ -14,8 +14,8 @@ from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from tests.coordinators.api.factories import api, coordinator_xml, user, window
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie, error_of
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

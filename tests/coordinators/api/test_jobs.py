@@ -12,7 +12,7 @@ from django.test import Client
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, IdSequence
 from tests.coordinators.api.factories import api, bulk_actions, bulk_jobs, coordinator_xml, window
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

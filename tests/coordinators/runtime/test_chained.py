@@ -16,7 +16,7 @@ from coordinators.services import submit_coordinator
 from datasets.models import AvailableInstance
 from datasets.timeline import format_datetime
 from statusservice import coordinators as services
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.queue import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,7 +18,7 @@ from datasets.models import AvailableInstance
 from datasets.timeline import format_datetime
 from kernel.permissions import JobPermissionDenied
 from statusservice import coordinators as services
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

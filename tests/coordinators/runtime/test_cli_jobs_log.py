@@ -17,8 +17,8 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline import format_datetime
 from oozie.properties import COORD_APP_PATH
 from tests.bundles.api.factories import running_bundle
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.client import Oozie
+from tests.support.engine import run_pending_commands
 from xcommands.queue import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)

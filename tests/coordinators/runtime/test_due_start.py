@@ -25,7 +25,7 @@ from datasets.timeline import format_datetime
 from statusservice import coordinators as coordinator_services
 from statusservice import coordinators as services
 from statusservice import tick as clock
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from tests.support.locks import row_locked
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.models import Command

@@ -21,7 +21,7 @@ from coordinators.services import control, submit_coordinator
 from datasets.timeline import format_datetime
 from statusservice import coordinators as services
 from statusservice.tick import _next_input_check
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 

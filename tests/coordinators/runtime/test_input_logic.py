@@ -14,7 +14,7 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from statusservice import coordinators as services
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ from coordinators.commands import CoordMaterializeXCommand
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.queue import enqueue
 
 

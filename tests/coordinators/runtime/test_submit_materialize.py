@@ -15,7 +15,7 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import control, submit_coordinator
 from datasets.timeline import format_datetime
 from oozie.definitions import DefinitionError
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 from xcommands.queue import enqueue

@@ -10,7 +10,7 @@ from django.utils import timezone
 from coordinators.models import CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 
 SLA_02 = """<sla:nominal-time>${coord:nominalTime()}</sla:nominal-time>
       <sla:should-start>${2 * MINUTES}</sla:should-start>

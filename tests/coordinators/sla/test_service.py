@@ -20,8 +20,8 @@ from oozie.definitions import DefinitionError
 from project.celery import route_task
 from statusservice.sla import sla_checks
 from statusservice.tick import SERVICES
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.coordinators.sla.factories import SLA_01, materialized_job, sla_xml
+from tests.support.engine import run_pending_commands
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.contrib.auth.models import User
 
-from tests.coordinators.runtime.conftest import run_pending_commands
+from tests.support.engine import run_pending_commands
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
 from workflows.runner import run_node

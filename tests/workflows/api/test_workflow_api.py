@@ -15,8 +15,8 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 
 from tests.coordinators.api.factories import api
-from tests.coordinators.runtime.conftest import run_pending_commands
 from tests.oozieapi.test_workflow_jobs import launch
+from tests.support.engine import run_pending_commands
 from tests.workflows.api.factories import APP_PATH, drive, pipeline_app, rows, submit, write_app
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode

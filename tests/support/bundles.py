@@ -1,4 +1,7 @@
-"""Bundle tests run commands in process (see tests/coordinators/runtime/conftest.py) and build bundles on disk."""
+"""Bundle test helpers: the `make_bundle` fixture, and loops running commands, services and actions in process.
+
+A plugin (tests/conftest.py `pytest_plugins`): every test may ask for `make_bundle`.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from bundles.models import BundleJob
 from statusservice import bundles as bundle_services
 from statusservice import coordinators as coordinator_services
 from tests.bundles.factories import bundle_xml, window, write_coordinator
-from tests.coordinators.runtime.conftest import in_process_engine, run_pending_commands  # noqa: F401 - fixture
+from tests.support.engine import run_pending_commands
 from workflows.choices import NodeStatus
 from workflows.models import WorkflowNode
 from workflows.runner import run_node
@@ -46,7 +49,7 @@ def run_actions() -> int:
 
 
 @pytest.fixture
-def make_bundle(tmp_path: Path, in_process_engine: None) -> Callable[..., BundleJob]:  # noqa: F811
+def make_bundle(tmp_path: Path, in_process_engine: None) -> Callable[..., BundleJob]:
     """Submit a bundle of coordinators written to tmp_path; `tasks` names each coordinator's task."""
 
     def make(
