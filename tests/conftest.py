@@ -31,6 +31,7 @@ pytest_plugins = [
     "tests.support.engine",  # in_process_engine
     "tests.support.users",  # ann, bob, carol, admin
     "tests.support.bundles",  # make_bundle
+    "tests.support.browser",  # browser, screenshots (headless chromium)
 ]
 
 # The batch helpers assert on the batches they build: rewrite their asserts, as in a conftest.

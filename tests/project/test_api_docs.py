@@ -22,7 +22,7 @@ from django.conf import settings
 from django.contrib.staticfiles import finders
 from django.test import Client
 
-from tests.bundles.admin.test_browser import CHROMEDRIVER, CHROMIUM_FLAGS, missing_browser
+from tests.support.browser import CHROMEDRIVER, CHROMIUM_FLAGS, missing_browser
 
 DOC_PAGES = ("/api/docs/", "/api/redoc/")
 

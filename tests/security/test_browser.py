@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from coordinators.services import submit_coordinator
 from kernel.models import AuthFailure
-from tests.bundles.admin.test_browser import browser, check_page, log_in, screenshots  # noqa: F401 - fixtures
 from tests.coordinators.api.factories import coordinator_xml, user, window
+from tests.support.browser import check_page, log_in
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

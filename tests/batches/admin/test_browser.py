@@ -18,8 +18,8 @@ from django.utils import timezone
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import BatchJob, Collection, ReportDelivery
-from tests.bundles.admin.test_browser import HEIGHT, WIDTH, browser, log_in, screenshots  # noqa: F401 - fixtures
 from tests.support.batches import Ingest, MakeBatch, settle
+from tests.support.browser import HEIGHT, WIDTH, log_in
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

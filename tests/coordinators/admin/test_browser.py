@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from coordinators.models import SLAEvent, SLARegistration
 from kernel.display import short_action_id
-from tests.bundles.admin.test_browser import HEIGHT, WIDTH, browser, log_in, screenshots  # noqa: F401 - fixtures
 from tests.coordinators.admin.factories import make_jobs
+from tests.support.browser import HEIGHT, WIDTH, log_in
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 

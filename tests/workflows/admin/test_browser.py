@@ -14,14 +14,12 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 
-from tests.bundles.admin.test_browser import browser, check_page, log_in, screenshots
+from tests.support.browser import check_page, log_in
 from tests.workflows.api.factories import drive, pipeline_app, submit
 from workflows.choices import WorkflowStatus
 from workflows.models import WorkflowJob
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
-
-__all__ = ["browser", "screenshots"]
 
 
 def test_a_failed_workflow_drawn_then_rerun_from_its_failed_node_in_chromium(
