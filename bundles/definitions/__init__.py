@@ -9,11 +9,9 @@ from bundles.definitions.model import (
     ResolvedCoordinator,
 )
 from bundles.definitions.parser import DuplicateCoordinatorError, parse_bundle
-from bundles.definitions.resolve import BUNDLE_ID, COORD_APP_PATH, resolve_bundle, run_configuration
+from bundles.definitions.resolve import resolve_bundle, run_configuration
 
 __all__ = [
-    "BUNDLE_ID",
-    "COORD_APP_PATH",
     "BundleApp",
     "BundleCoordinator",
     "DuplicateCoordinatorError",
