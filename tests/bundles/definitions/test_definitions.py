@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 import pytest
 
 from bundles.definitions import (
-    BUNDLE_ID,
-    COORD_APP_PATH,
     DuplicateCoordinatorError,
     parse_bundle,
     resolve_bundle,
@@ -22,6 +20,7 @@ from oozie.definitions import (
     UnsafeXMLError,
     UnsupportedNamespaceError,
 )
+from oozie.properties import BUNDLE_ID, COORD_APP_PATH
 
 V2 = """<bundle-app name="${appName}" xmlns="uri:oozie:bundle:0.2">
   <parameters>
