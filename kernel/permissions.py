@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
-from oozie.properties import USER_NAME
+from oozie.properties import USER_NAME, expand_properties
 
 
 class JobPermissionDenied(PermissionError):  # noqa: N818 - reads as the condition
@@ -112,10 +112,14 @@ def readable_jobs(queryset: QuerySet[Any], user: Any, prefix: str = "") -> Query
 
 
 def submitter_properties(properties: Mapping[str, str], caller: Any) -> dict[str, str]:
-    """The properties with `user.name` checked against the authenticated caller (seed 001, section 9).
+    """The job configuration as Oozie reads it: `user.name` checked against the caller (seed 001, section 9),
+    then `${name}` references to other properties expanded (oozie.properties.expand_properties).
 
     A `user.name` naming someone else is refused unless the caller is an admin; a missing one is
     filled in with the caller's name. The job's owner is the caller either way (never `user.name`).
+    Expansion follows Hadoop's Configuration: `oozie.wf.application.path=${nameNode}/user/${user.name}/app`
+    names the application it means; a reference to no property stays as written (an EL function,
+    or a variable the definition itself must resolve); a property that refers to itself is refused.
     """
     result = dict(properties)
     name = caller.get_username()
@@ -124,4 +128,4 @@ def submitter_properties(properties: Mapping[str, str], caller: Any) -> dict[str
         result[USER_NAME] = name
     elif claimed != name and not is_admin(caller):
         raise JobPermissionDenied(f"user.name {claimed!r} does not match the authenticated user {name!r}")
-    return result
+    return expand_properties(result, user=result[USER_NAME], source="job configuration")

@@ -44,13 +44,12 @@ from coordinators.services import (
 )
 from datasets.timeline import format_datetime
 from kernel.cli import acting_user, add_user_option, one_line
-from kernel.permissions import JobPermissionDenied, check_modify, check_read
+from kernel.permissions import JobPermissionDenied, check_modify, check_read, submitter_properties
 from kernel.secrets import Masker, masker_for
 from oozie.definitions import DefinitionError, load_configuration
 from oozie.properties import (
     BUNDLE_APP_PATH,
     COORD_APP_PATH,
-    USER_NAME,
     WF_APP_PATH,
     WF_RERUN_FAIL_NODES,
 )
@@ -165,6 +164,10 @@ class Command(BaseCommand):
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+        # As Oozie reads a job.properties: user.name is the -user (another name only for an admin), and
+        # ${nameNode}/user/${user.name}/... references to other properties are expanded.
+        submitter = self._dryrun_user(options) if verb == "dryrun" else self._user(options)
+        properties = submitter_properties(properties, submitter)
         named = [p for p in (COORD_APP_PATH, BUNDLE_APP_PATH, WF_APP_PATH) if p in properties]
         if len(named) > 1:
             raise CommandError(f"{config}: set only one of {', '.join(named)}, not both")
@@ -236,7 +239,6 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(lines))
             return
         owner = self._user(options)
-        properties.setdefault(USER_NAME, owner.get_username())
         workflow = submit_workflow(properties, owner=owner, trusted=True, start=(verb == "run"))
         self.stdout.write(f"job: {workflow.id}")
 
