@@ -7,11 +7,8 @@ headless Chromium must render Swagger UI with the API's operations and no consol
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import urllib.request
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from importlib.metadata import version
 from pathlib import Path
@@ -21,8 +18,6 @@ import pytest
 from django.conf import settings
 from django.contrib.staticfiles import finders
 from django.test import Client
-
-from tests.support.browser import CHROMEDRIVER, CHROMIUM_FLAGS, missing_browser
 
 DOC_PAGES = ("/api/docs/", "/api/redoc/")
 
@@ -100,29 +95,9 @@ def test_a_static_file_of_the_sidecar_is_served(live_server: Any) -> None:
 
 
 @pytest.fixture
-def chromium(tmp_path: Path) -> Iterator[Any]:
-    """Headless Debian chromium through chromedriver, its console log kept (skipped where missing, failed in CI)."""
-    reason = missing_browser()
-    if reason is not None:
-        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-            pytest.fail(f"CI must run the browser tests: {reason}")
-        pytest.skip(reason)
-    from selenium import webdriver  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
-    from selenium.webdriver.chrome.options import Options  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
-    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
-
-    options = Options()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
-    driver = webdriver.Chrome(options=options, service=service)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+def chromium(browser: Any) -> Any:
+    """Headless Debian chromium (tests.support.browser: skipped where missing, failed in CI)."""
+    return browser
 
 
 def _resources_from_other_hosts(driver: Any, base: str) -> list[str]:

@@ -108,19 +108,20 @@ def log_in(driver: Any, base: str, username: str, password: str) -> None:
     WebDriverWait(driver, 30).until(expected_conditions.presence_of_element_located((By.ID, "user-tools")))
 
 
-def check_page(driver: Any, directory: Path, name: str) -> None:
-    """Screenshots of the view and the whole page; then no horizontal overflow at 1,280 px, no severe console message."""
+def check_page(driver: Any, directory: Path, name: str, *, boxes: str = ".results, .bundle-scroll") -> None:
+    """Screenshots of the view and the whole page; then no horizontal overflow at 1,280 px, no table too wide for its
+    box (`boxes`: the page's scrolling boxes, a CSS selector), no severe console message."""
     driver.save_screenshot(str(directory / f"{name}.png"))
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(WIDTH, max(HEIGHT, min(height, 6000)))
     driver.save_screenshot(str(directory / f"{name}-full.png"))
     driver.set_window_size(WIDTH, HEIGHT)
     width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], f"{name}: the page is {width[0]} px wide in a {width[1]} px window"
+    assert width[0] <= WIDTH and width[0] <= width[1], f"{name}: the page is {width[0]} px wide in a {width[1]} px window"
     # Tables sit in boxes that scroll sideways when too wide: at 1,280 px none may need to.
     cramped = driver.execute_script(
-        "return [...document.querySelectorAll('.results, .bundle-scroll')]"
-        ".filter(box => box.scrollWidth > box.clientWidth).map(box => box.parentNode.id || box.className)"
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".filter(box => box.scrollWidth > box.clientWidth).map(box => box.parentNode.id || box.className)", boxes,
     )
     assert not cramped, f"{name}: these tables do not fit their box at {WIDTH} px: {cramped}"
     severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]

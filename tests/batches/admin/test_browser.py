@@ -19,27 +19,9 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import BatchJob, Collection, ReportDelivery
 from tests.support.batches import Ingest, MakeBatch, settle
-from tests.support.browser import HEIGHT, WIDTH, log_in
+from tests.support.browser import check_page, log_in
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def check_page(driver: Any, directory: Path, name: str) -> None:
-    """Screenshots of the view and the whole page; no horizontal overflow at 1,280 px, no table too wide, no console error."""
-    driver.save_screenshot(str(directory / f"{name}.png"))
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(WIDTH, max(HEIGHT, min(height, 6000)))
-    driver.save_screenshot(str(directory / f"{name}-full.png"))
-    driver.set_window_size(WIDTH, HEIGHT)
-    width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], f"{name}: the page is {width[0]} px wide in a {width[1]} px window"
-    cramped = driver.execute_script(
-        "return [...document.querySelectorAll('.results, .batch-scroll')]"
-        ".filter(box => box.scrollWidth > box.clientWidth).map(box => box.parentNode.id || box.className)"
-    )
-    assert not cramped, f"{name}: these tables do not fit their box at {WIDTH} px: {cramped}"
-    severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    assert not severe, f"{name}: console errors {severe}"
 
 
 def test_the_batch_list_a_batch_and_a_job_in_chromium(
@@ -69,7 +51,7 @@ def test_the_batch_list_a_batch_and_a_job_in_chromium(
     assert len(browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")) == 3
     bars = browser.find_elements(By.CSS_SELECTOR, "#result_list .batch-progress .bar")
     assert len(bars) == 2 and all(bar.size["width"] >= 100 and bar.size["height"] >= 8 for bar in bars)
-    check_page(browser, screenshots, "batch-list")
+    check_page(browser, screenshots, "batch-list", boxes=".results, .batch-scroll")
 
     browser.find_element(By.CSS_SELECTOR, f"input[name=_selected_action][value='{failed.pk}']").click()
     Select(browser.find_element(By.NAME, "action")).select_by_value("update_report_batches")
@@ -92,17 +74,17 @@ def test_the_batch_list_a_batch_and_a_job_in_chromium(
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.batch-report")) == 2
     segments = browser.find_elements(By.CSS_SELECTOR, "#batch-states .batch-bar span")
     assert len(segments) == 2 and segments[0].size["width"] > 4 * segments[1].size["width"]
-    check_page(browser, screenshots, "batch-page")
+    check_page(browser, screenshots, "batch-page", boxes=".results, .batch-scroll")
 
     browser.get(f"{live_server.url}/admin/batches/batchjob/{job.pk}/change/")
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.job-history-row")) == len(job.history)
     assert "does not match" in browser.find_element(By.CSS_SELECTOR, "pre.batch-error").text
-    check_page(browser, screenshots, "job-page")
+    check_page(browser, screenshots, "job-page", boxes=".results, .batch-scroll")
 
     browser.get(f"{live_server.url}/admin/batches/batchjob/?status__exact=failed&batch={failed.pk}")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")) == 2
     browser.get(f"{live_server.url}/admin/batches/batchjob/")
-    check_page(browser, screenshots, "job-list")
+    check_page(browser, screenshots, "job-list", boxes=".results, .batch-scroll")
 
     # Deleting asks first: the page lists the batch and what goes with it; confirming queues the delete.
     browser.get(f"{live_server.url}/admin/batches/batch/")
@@ -111,7 +93,7 @@ def test_the_batch_list_a_batch_and_a_job_in_chromium(
     browser.find_element(By.NAME, "index").click()
     WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "li.batch-deletion")))
     assert "12 job(s) deleted" in browser.find_element(By.CSS_SELECTOR, "li.batch-deletion").text
-    check_page(browser, screenshots, "batch-delete-confirmation")
+    check_page(browser, screenshots, "batch-delete-confirmation", boxes=".results, .batch-scroll")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
     WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, ".messagelist")))
     assert f"Delete queued for 1 batch(es): bid{failed.pk:07d}" in browser.find_element(By.CSS_SELECTOR, ".messagelist").text
@@ -134,12 +116,12 @@ def test_holding_a_collection_and_a_refused_profile_in_chromium(
     browser.find_element(By.NAME, "index").click()
     WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.NAME, "reason")))
     browser.find_element(By.NAME, "reason").send_keys("storage maintenance")
-    check_page(browser, screenshots, "collection-hold-form")
+    check_page(browser, screenshots, "collection-hold-form", boxes=".results, .batch-scroll")
     browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
     WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, ".messagelist")))
     assert "Held 1 collection(s): demo" in browser.find_element(By.CSS_SELECTOR, ".messagelist").text
     assert Collection.objects.get(pk=ingest.collection.pk).held_reason == "storage maintenance"
-    check_page(browser, screenshots, "collection-list")
+    check_page(browser, screenshots, "collection-list", boxes=".results, .batch-scroll")
 
     browser.get(f"{live_server.url}/admin/batches/profile/add/")
     browser.find_element(By.NAME, "name").send_keys("maps")
@@ -150,4 +132,4 @@ def test_holding_a_collection_and_a_refused_profile_in_chromium(
     browser.find_element(By.NAME, "_save").click()
     WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, ".errorlist")))
     assert "examples.ingest_store" in browser.find_element(By.CSS_SELECTOR, ".errorlist").text
-    check_page(browser, screenshots, "profile-refused")
+    check_page(browser, screenshots, "profile-refused", boxes=".results, .batch-scroll")

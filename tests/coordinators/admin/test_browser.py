@@ -19,29 +19,11 @@ from django.utils import timezone
 from coordinators.models import SLAEvent, SLARegistration
 from kernel.display import short_action_id
 from tests.coordinators.admin.factories import make_jobs
-from tests.support.browser import HEIGHT, WIDTH, log_in
+from tests.support.browser import check_page, log_in
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-def check_page(driver: Any, directory: Path, name: str) -> None:
-    """Screenshots of the view and the whole page; no horizontal overflow at 1,280 px, no table too wide, no console error."""
-    driver.save_screenshot(str(directory / f"{name}.png"))
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(WIDTH, max(HEIGHT, min(height, 6000)))
-    driver.save_screenshot(str(directory / f"{name}-full.png"))
-    driver.set_window_size(WIDTH, HEIGHT)
-    width = driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= WIDTH and width[0] <= width[1], f"{name}: the page is {width[0]} px wide in a {width[1]} px window"
-    cramped = driver.execute_script(
-        "return [...document.querySelectorAll('.results, .op-scroll')]"
-        ".filter(box => box.scrollWidth > box.clientWidth).map(box => box.parentNode.id || box.className)"
-    )
-    assert not cramped, f"{name}: these tables do not fit their box at {WIDTH} px: {cramped}"
-    severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    assert not severe, f"{name}: console errors {severe}"
 
 
 def one_line_rows(driver: Any) -> list[float]:
@@ -82,7 +64,7 @@ def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
 
     assert browser.find_element(By.ID, "operator-pages").is_displayed()
     assert "View site" not in browser.find_element(By.ID, "user-tools").text
-    check_page(browser, screenshots, "index")
+    check_page(browser, screenshots, "index", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/dashboard/")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Dashboard"
@@ -90,7 +72,7 @@ def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
     assert len(browser.find_elements(By.CSS_SELECTOR, "tr.late-action")) == 10
     assert "No space left on device" in browser.find_element(By.ID, "parked").text
     assert "end miss" in browser.find_element(By.ID, "sla").text
-    check_page(browser, screenshots, "dashboard")
+    check_page(browser, screenshots, "dashboard", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/coordinators/coordinatorjob/grid/")
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.grid-row")
@@ -99,17 +81,17 @@ def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
     assert len(cells) == 25
     assert cells[-1].size["width"] >= 8 and cells[-1].size["height"] >= 12, cells[-1].size
     assert "#40" in cells[-1].get_attribute("title") and "waiting" in cells[-1].get_attribute("title")
-    check_page(browser, screenshots, "grid")
+    check_page(browser, screenshots, "grid", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/coordinators/coordinatorjob/")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Coordinator jobs"
     heights = one_line_rows(browser)
     assert len(heights) == 50 and max(heights) < 40, heights
-    check_page(browser, screenshots, "job-list")
+    check_page(browser, screenshots, "job-list", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/coordinators/coordinatorjob/{quote(job.pk)}/change/")
     assert "GANTT" in browser.find_element(By.CSS_SELECTOR, ".object-tools").text.upper()
-    check_page(browser, screenshots, "job-page")
+    check_page(browser, screenshots, "job-page", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/coordinators/coordinatorjob/{quote(job.pk)}/gantt/")
     bars = browser.find_elements(By.CSS_SELECTOR, "tr.gantt-row")
@@ -119,13 +101,13 @@ def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
     assert run.size["width"] >= 2 and wait.size["width"] > 3 * run.size["width"], (wait.size, run.size)
     assert wait.location["x"] + wait.size["width"] <= run.location["x"] + 1, "the wait comes before the run"
     assert browser.find_element(By.ID, "median-run").text == "2 min 5 s"
-    check_page(browser, screenshots, "gantt")
+    check_page(browser, screenshots, "gantt", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/coordinators/coordinatoraction/")  # every job's: with the job column
     heights = one_line_rows(browser)
     assert len(heights) == 100 and max(heights) < 40, heights
     assert browser.find_elements(By.CSS_SELECTOR, "#result_list tbody .field-job_name a")
-    check_page(browser, screenshots, "action-list-all")
+    check_page(browser, screenshots, "action-list-all", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/coordinators/coordinatoraction/?job={quote(job.pk)}")
     assert browser.find_element(By.TAG_NAME, "h1").text == "Coordinator actions"
@@ -133,14 +115,14 @@ def test_dashboard_grid_lists_gantt_and_action_page_in_chromium(
     assert len(heights) == 40 and max(heights) < 40, heights
     first = browser.find_element(By.CSS_SELECTOR, "#result_list tbody tr .field-short_id a")
     assert first.text == short_action_id(job.actions.order_by("number").first().pk)  # type: ignore[union-attr]
-    check_page(browser, screenshots, "action-list")
+    check_page(browser, screenshots, "action-list", boxes=".results, .op-scroll")
 
     first.click()
     assert "View coordinator action" in browser.find_element(By.TAG_NAME, "h1").text
     assert browser.find_element(By.CSS_SELECTOR, ".field-pending_text .readonly").text == "no"
-    check_page(browser, screenshots, "action-page")
+    check_page(browser, screenshots, "action-page", boxes=".results, .op-scroll")
 
     browser.get(f"{base}/admin/xcommands/command/")
     link = browser.find_element(By.CSS_SELECTOR, "#result_list .field-target a")
     assert link.text == short_action_id(f"{job.pk}@38")
-    check_page(browser, screenshots, "commands")
+    check_page(browser, screenshots, "commands", boxes=".results, .op-scroll")
