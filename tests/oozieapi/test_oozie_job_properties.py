@@ -8,6 +8,9 @@ in the CLI, the Oozie API and the native API, for workflows, coordinators and bu
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +153,15 @@ def test_user_name_is_the_submitting_user(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="/user/bob/examples/apps/no-op"):  # bob has no examples tree
         call_command("job", "-submit", "-config", str(plain), "-user", "bob", stdout=io.StringIO())
     assert not WorkflowJob.objects.exists()
+
+
+def test_a_coordinator_dry_run_needs_no_database(tmp_path: Path) -> None:
+    """`job -dryrun` before `migrate` (no user table yet) plans the actions; the -user is only a name then."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "job", "-dryrun", "-config", "examples/pipeline/hourly.properties", "-user", "ann"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "action(s)" in done.stdout and "OperationalError" not in done.stderr

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -303,10 +304,16 @@ class Command(BaseCommand):
         self.stdout.write(shown.text("\n".join(lines)))
 
     def _dryrun_user(self, options: dict[str, Any]) -> Any:
-        """The -user (or login) account; a dry-run stores nothing, so an unknown name is only a name."""
+        """The -user (or login) account; a dry-run stores nothing, so an unknown name is only a name.
+
+        A dry-run needs no database: before `migrate` (no user table yet) the name is all it has.
+        """
         name = options["user"] or getpass.getuser()
         model = get_user_model()
-        return model.objects.filter(username=name).first() or model(username=name)
+        try:
+            return model.objects.filter(username=name).first() or model(username=name)
+        except DatabaseError:
+            return model(username=name)
 
     def _existing(self, job_id: str) -> None:
         if is_bundle(job_id):
