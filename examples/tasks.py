@@ -12,6 +12,7 @@ operator allows `examples.*` in ALLOWED_TASKS (docs/coordinators.md, the walk-th
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -22,6 +23,8 @@ from celery import shared_task
 from django.conf import settings
 
 from kernel import storage
+
+log = logging.getLogger(__name__)
 
 
 class PathRefused(PermissionError):
@@ -61,7 +64,13 @@ def noop(configuration: dict[str, Any], nominal_time: str) -> str:
 
 @shared_task(name="examples.fail")
 def fail(configuration: dict[str, Any], nominal_time: str) -> None:
-    """Always fail: shows how a failed action is reported."""
+    """Always fail: shows how a failed action is reported (its try keeps this log line, the print and the traceback)."""
+    log.info("examples.fail: checking the inputs of %s", nominal_time or "a run without a nominal time")
+    print(f"examples.fail: nothing usable for {nominal_time}")  # noqa: T201 - a try keeps what its task prints
+    _give_up(nominal_time)
+
+
+def _give_up(nominal_time: str) -> None:
     raise RuntimeError(f"example failure for {nominal_time}")
 
 

@@ -18,9 +18,10 @@ from django.core.exceptions import EmptyResultSet, FieldError, ValidationError
 from django.db import DataError, OperationalError, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
+from kernel import admin_tries
 from kernel.display import status_label, status_words
 from kernel.secrets import Masker, masker, masker_for
 
@@ -157,3 +158,10 @@ class OperatorAdminSite(admin.AdminSite):
         if not issubclass(base, CheckedLookupsAdmin):
             base = type(base.__name__, (CheckedLookupsAdmin, base), {"__module__": base.__module__})
         super().register(model_or_iterable, base, **options)
+
+    def get_urls(self) -> list[Any]:
+        """The admin's URLs and a try's download (kernel.admin_tries), behind the admin's login."""
+        return [
+            path("tries/<int:pk>/download/", self.admin_view(admin_tries.download), name="kernel_try_download"),
+            *super().get_urls(),
+        ]

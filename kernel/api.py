@@ -22,6 +22,7 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from kernel.models import TaskTry
 from kernel.pagination import Pagination
 
 
@@ -224,3 +225,19 @@ def siblings(serializer: serializers.BaseSerializer[Any]) -> list[Any]:
     if isinstance(parent, serializers.ListSerializer) and isinstance(parent.instance, list | tuple):
         return list(parent.instance)
     return []
+
+
+class TaskTrySerializer(serializers.ModelSerializer[Any]):
+    """One try (kernel.tries): how it ended, its error, traceback and log, as stored (secrets masked)."""
+
+    class Meta:
+        model = TaskTry
+        fields = ["id", "kind", "object_id", "job_id", "action_id", "name", "run", "attempt", "worker", "status",
+                  "started_at", "ended_at", "error_code", "error_message", "traceback", "log", "log_dropped"]
+        read_only_fields = fields
+
+
+def tries_page(view: DomainViewSet, tries: QuerySet[Any]) -> Response:
+    """A page of tries, newest first (a rerun, a retry and a relaunch each add one; earlier ones stay)."""
+    page = view.paginate_queryset(tries.order_by("-id"))
+    return view.get_paginated_response(TaskTrySerializer(page, many=True, context=view.get_serializer_context()).data)

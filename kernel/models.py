@@ -28,3 +28,48 @@ class AuthFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope} failure from {self.client_ip} ({self.username or 'no username'}) at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class TaskTry(models.Model):
+    """One try of a node, an action's run, a batch job's stage or a command: how it ended, its traceback and log.
+
+    Written once, when the try ends (kernel.tries), in the transaction that records its outcome,
+    and never updated: a rerun, a retry or a relaunch after a lost worker adds a row, so every
+    earlier try stays readable. In the database, not on a worker's disk: any host's web process
+    shows any host's tries. Rows older than TRY_LOG_RETENTION_DAYS are purged hourly.
+    """
+
+    class Kind(models.TextChoices):
+        NODE = "node"
+        STAGE = "stage"
+        COMMAND = "command"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    object_id = models.CharField(max_length=200, help_text="the node, batch job or command id")
+    job_id = models.CharField(max_length=200, blank=True, help_text="its workflow, batch or command key")
+    action_id = models.CharField(max_length=60, blank=True, help_text="the coordinator action the workflow runs for")
+    root_id = models.CharField(max_length=200, blank=True, help_text="the job whose log tells it: the coordinator, else job_id")
+    name = models.CharField(max_length=200, blank=True, help_text="the node's name, the stage, the command's name")
+    run = models.IntegerField(default=0, help_text="the workflow's run (a rerun adds one)")
+    attempt = models.IntegerField(default=1, help_text="the launch within the run")
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery node name and pid that ran it")
+    status = models.CharField(max_length=20, help_text="how it ended: OK, ERROR, FAILED, RETRY, LOST, ...")
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField()
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    traceback = models.TextField(blank=True, help_text="the error's full traceback (tail kept)")
+    log = models.TextField(blank=True, help_text="what the try logged and printed (tail kept, secrets masked)")
+    log_dropped = models.IntegerField(default=0, help_text="characters of log (or traceback) dropped from the head")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["object_id", "id"], name="kernel_tasktry_object"),
+            models.Index(fields=["job_id", "id"], name="kernel_tasktry_job"),
+            models.Index(fields=["action_id", "id"], name="kernel_tasktry_action"),
+            models.Index(fields=["root_id", "id"], name="kernel_tasktry_root"),
+            models.Index(fields=["ended_at"], name="kernel_tasktry_ended"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id} run {self.run} try {self.attempt}: {self.status}"

@@ -20,6 +20,7 @@ from typing import Any
 
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from oozieapi import trylog
 from oozieapi.errors import OozieError, one_line
 from xcommands.models import Command
 
@@ -244,9 +245,17 @@ def _action_lines(job: LoggedJob) -> list[LogLine]:
     ]
 
 
+def _try_lines(job: LoggedJob) -> list[LogLine]:
+    """A coordinator's tries: each run's nodes (naming the action) and its commands that failed or warned."""
+    if not isinstance(job, CoordinatorJob):
+        return []
+    return [LogLine(line.at, line.level, line.source, line.action, line.text)
+            for line in trylog.lines_of(trylog.of_coordinator(job.id), by_action=True)]
+
+
 def job_log(job: LoggedJob, *, options: dict[str, str], errors_only: bool = False) -> list[str]:
     """The job's log lines, oldest first, narrowed by the log filter."""
-    lines = sorted(_command_lines(job) + _action_lines(job), key=lambda line: line.at)
+    lines = sorted(_command_lines(job) + _action_lines(job) + _try_lines(job), key=lambda line: line.at)
     levels = {"ERROR"} if errors_only else set(options.get("loglevel", "ERROR|WARN|INFO|DEBUG").upper().split("|"))
     text = options.get("text", "")
     action = options.get("action", "")

@@ -33,6 +33,7 @@ from oozie.definitions import (
 )
 from oozie.definitions.xmlsafe import local_name, parse_xml
 from oozie.properties import USER_NAME, WF_APP_PATH, WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
+from oozieapi import trylog
 from oozieapi.errors import OozieError, application_error, bad_parameter, document_error, one_line
 from oozieapi.filters import filter_jobs, int_parameter
 from oozieapi.formats import configuration_xml, display_timezone, json_response, rfc822
@@ -384,8 +385,11 @@ def log_lines(workflow: WorkflowJob, nodes: Iterable[WorkflowNode]) -> list[_Lin
     """The run's story from the database: its launch, every attempt of its nodes, the verbs on it, its end."""
     lines = [_Line(workflow.created_at, "INFO", "WorkflowJob", "",
                    f"run {workflow.run} of {workflow.coord_action_id or 'no parent'} started: {workflow.app_path}")]
+    kept = trylog.of_workflow(workflow.id)
+    lines += [_Line(line.at, line.level, line.source, line.action, line.text) for line in trylog.lines_of(kept, by_action=False)]
     for node in nodes:
-        for entry in node.history[-MAX_LOG_ROWS:]:
+        # Each attempt's end is a try (above); runs from before tries were kept have only the node's history.
+        for entry in ([] if kept else node.history[-MAX_LOG_ROWS:]):
             if not isinstance(entry, dict):
                 continue
             at = _parse_time(entry.get("ended")) or _parse_time(entry.get("started")) or workflow.created_at

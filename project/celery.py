@@ -18,12 +18,12 @@ from typing import Any
 
 from celery import Celery
 from celery.concurrency import asynpool
-from celery.signals import celeryd_init, task_postrun, task_prerun
+from celery.signals import after_setup_logger, celeryd_init, task_postrun, task_prerun
 from django.conf import settings
 from django.db import close_old_connections
 from kombu import Exchange, Queue
 
-from kernel import processes
+from kernel import capture, processes
 from project.broker import TRANSPORT
 from project.worker_watchdog import ConsumptionWatchdog
 
@@ -171,6 +171,13 @@ def _remember_node_name(sender: str | None = None, **kwargs: Any) -> None:
     workers as Flower does (kernel.processes)."""
     if sender:
         processes.set_node_name(str(sender))
+
+
+@after_setup_logger.connect
+def _keep_tries_logs(**kwargs: Any) -> None:
+    """Once Celery set up the worker's logging: tasks' records at TRY_LOG_LEVEL reach each try's log (kernel.tries),
+    while the worker's own log keeps its level."""
+    capture.install(lower_root_level=True)
 
 
 @task_prerun.connect

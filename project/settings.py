@@ -293,6 +293,13 @@ BATCH_RETENTION_DAYS = env_int("BATCH_RETENTION_DAYS", 30)
 BATCH_DISPATCH_SECONDS = env_int("BATCH_DISPATCH_SECONDS", 1)
 # Finished commands (the engine's history) are kept this long.
 COMMAND_HISTORY_DAYS = env_int("COMMAND_HISTORY_DAYS", 30)
+# Every try of a node, batch stage and command keeps what it logged and printed and its error's
+# traceback (kernel.tries, the admin's "Tries", `job -log`): at most this many characters of
+# each (the tail is kept, the cut said), records at TRY_LOG_LEVEL and above, for this many days.
+TRY_LOG_MAX_CHARS = env_int("TRY_LOG_MAX_CHARS", 64 * 1024)
+TRY_TRACEBACK_MAX_CHARS = env_int("TRY_TRACEBACK_MAX_CHARS", 16 * 1024)
+TRY_LOG_LEVEL = env_str("TRY_LOG_LEVEL", "INFO")
+TRY_LOG_RETENTION_DAYS = env_int("TRY_LOG_RETENTION_DAYS", 30)
 # Periodic services (ADR 0017): beat sends one `statusservice.tick` this often and nothing else,
 # so an idle service costs one message per tick. The tick runs each service whose own period
 # came (STATUS_SERVICE_SECONDS, COMMAND_SWEEP_SECONDS, hourly purge) and arms wake-ups at the
@@ -433,7 +440,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # `tries`: what a running try logs goes to its capture too (kernel.capture; stored per try).
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"},
+                 "tries": {"class": "kernel.capture.Router", "level": TRY_LOG_LEVEL}},
+    "root": {"handlers": ["console", "tries"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -33,6 +33,7 @@ from coordinators.choices import JOB_CHECKING_INPUTS, ActionStatus
 from coordinators.models import CoordinatorAction
 from coordinators.sla.models import NotifyStatus, SLAEvent
 from coordinators.sla.service import check
+from kernel import tries
 from statusservice import batches, bundles, coordinators, operations
 from statusservice.common import setting_seconds, tick_seconds
 from workflows.recovery import recover
@@ -62,6 +63,10 @@ def _recover_workflows(now: datetime) -> Any:
 
 def _purge_commands(now: datetime) -> Any:
     return purge_finished(now, timedelta(days=int(settings.COMMAND_HISTORY_DAYS)))
+
+
+def _purge_tries(now: datetime) -> Any:
+    return tries.purge(now)
 
 
 def _coordinator(name: str) -> Callable[[datetime], Any]:
@@ -139,6 +144,7 @@ SERVICES: tuple[Service, ...] = (
     Service("sla.checks", _sla_checks, "STATUS_SERVICE_SECONDS", 10),
     Service("sla.notifications", _sla_notifications, "STATUS_SERVICE_SECONDS", 10),
     Service("xcommands.purge", _purge_commands, None, 3600),
+    Service("kernel.tries.purge", _purge_tries, None, 3600),
 )
 
 

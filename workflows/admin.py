@@ -28,6 +28,7 @@ from kernel.admin_kit import (
     pretty,
     remember_reader,
 )
+from kernel.admin_tries import tries_table
 from kernel.display import (
     compact_time,
     human_duration,
@@ -35,6 +36,7 @@ from kernel.display import (
     status_label,
     status_words,
 )
+from kernel.models import TaskTry
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
 from oozie.properties import WF_RERUN_FAIL_NODES
@@ -142,12 +144,19 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
         (None, {"fields": ["id", "app_name", "app_path", "owner", "group", "status_text", "run", "parent_link",
                            "parent_workflow_link", "error"]}),
         ("Time", {"fields": ["created_at", "started_at", "ended_at", "last_modified"]}),
+        ("Tries", {"fields": ["tries_table"]}),
         ("Definition", {"classes": ["collapse"], "fields": ["configuration_pretty", "app_xml_pre"]}),
     ]
     readonly_fields = [
         "id", "app_name", "app_path", "owner", "group", "status_text", "run", "parent_link", "parent_workflow_link",
-        "error", "created_at", "started_at", "ended_at", "last_modified", "configuration_pretty", "app_xml_pre",
+        "error", "created_at", "started_at", "ended_at", "last_modified", "tries_table", "configuration_pretty",
+        "app_xml_pre",
     ]
+
+    @admin.display(description="tries, newest first")
+    def tries_table(self, obj: WorkflowJob) -> str:
+        """Every try of every node, every run of this job (a rerun adds tries; the failed run's stay)."""
+        return tries_table(TaskTry.objects.filter(job_id=obj.pk))
 
     # ---- the page ---------------------------------------------------------------------------
 

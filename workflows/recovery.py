@@ -24,7 +24,7 @@ from workflows.engine import due_user_retries
 from workflows.launch import dispatch_on_commit, relaunch
 from workflows.models import WorkflowNode
 from workflows.outcomes import Outcome
-from workflows.runner import end_node
+from workflows.runner import end_node, store_try
 from workflows.settings import resend_after
 from xcommands.signals import broker_lost_messages
 
@@ -77,6 +77,8 @@ def relaunch_lost(now: datetime) -> tuple[int, int]:
                 "error": f"worker {lost} lost: its lease expired at {node.lease_expires_at:%Y-%m-%dT%H:%M:%SZ}",
             }
             node.history = [*node.history, entry]
+            # The lost try stays visible (its worker kept no record): LOST, with the lease's story.
+            store_try(node, Outcome("LOST", "E0LOST", str(entry["error"])), None, now, attempt=node.attempt, status="LOST")
             if node.attempt < node.max_attempts:
                 relaunch(node, now)
                 relaunched += 1

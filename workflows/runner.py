@@ -27,7 +27,9 @@ from celery import current_app as app  # project.celery's app, set up by this pr
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from kernel import processes, task_registry, user_tasks
+from kernel import processes, task_registry, tries, user_tasks
+from kernel.capture import Capture, capturing, note_exception
+from kernel.models import TaskTry
 from kernel.secrets import masker
 from workflows import notifications, parents
 from workflows.actions import ActionContext, execute
@@ -77,12 +79,12 @@ def run_attempt(node_id: str, attempt: int, hostname: str = "") -> tuple[str, st
     _current.run = (node.id, attempt)
     try:
         # The lease is renewed from the claim on: nothing before the task may let it lapse.
-        with lease(NODE_LEASE, node.id, attempt):
+        with lease(NODE_LEASE, node.id, attempt), capturing() as capture:
             _report_started(workflow, node)
             outcome = invoke_action(node, worker) if workflow.definition else invoke(node.task_name, workflow, worker)
     finally:
         _current.run = None
-    result = record(node_id, attempt, outcome)
+    result = record(node_id, attempt, outcome, capture)
     if result not in (NodeStatus.ERROR, NodeStatus.FAILED):
         return result, ""
     shown = masker(*workflow.secret_sources()).text(f"{outcome.error_code}: {outcome.error_message}")
@@ -190,6 +192,7 @@ def invoke(task_name: str, workflow: WorkflowJob, worker: str) -> Outcome:
     try:
         task(configuration=dict(workflow.configuration), nominal_time=nominal)
     except Exception as exc:  # the task's own failure, or an infrastructure error it met
+        note_exception(exc)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return Outcome(NodeStatus.ERROR, type(exc).__name__[:64], text[:MAX_ERROR_CHARS], transient=is_transient(exc))
     return Outcome(NodeStatus.OK)
@@ -208,6 +211,7 @@ def invoke_action(node: WorkflowNode, worker: str) -> Outcome:
     try:
         result = execute(node.type, dict(node.spec), context)
     except Exception as exc:  # an executor's own bug must not lose the node: it ERRORs, named
+        note_exception(exc)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         log.exception("node %s: the %s executor raised", node.id, node.type)
         return Outcome(NodeStatus.ERROR, type(exc).__name__[:64], text[:MAX_ERROR_CHARS], transient=is_transient(exc))
@@ -217,7 +221,7 @@ def invoke_action(node: WorkflowNode, worker: str) -> Outcome:
     )
 
 
-def record(node_id: str, attempt: int, outcome: Outcome) -> str:
+def record(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None = None) -> str:
     """Write the outcome while this attempt still holds the node, retrying database errors with backoff.
 
     Gives up after WORKFLOW_REPORT_RETRY_SECONDS (the lease then lapses and the node runs
@@ -225,7 +229,7 @@ def record(node_id: str, attempt: int, outcome: Outcome) -> str:
     worker was taken for lost) keeps its state: this outcome is discarded and logged.
     """
     try:
-        return _retrying(lambda: _record_once(node_id, attempt, outcome),
+        return _retrying(lambda: _record_once(node_id, attempt, outcome, capture),
                          f"node {node_id} attempt {attempt}: recording {outcome.status}", report_retry_seconds())
     except DatabaseError as exc:
         log.error("node %s attempt %s: outcome %s not recorded, giving up: %s; the node will run again",
@@ -233,7 +237,7 @@ def record(node_id: str, attempt: int, outcome: Outcome) -> str:
         return "unrecorded"
 
 
-def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
+def _record_once(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None) -> str:
     now = timezone.now()
     with transaction.atomic():
         # The workflow row first, then the node: the order every writer of a workflow's nodes
@@ -248,8 +252,13 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
             current = WorkflowNode.objects.filter(pk=node_id).values_list("status", "attempt").first()
             log.warning("node %s attempt %s: outcome %s discarded, the node is now %s", node_id, attempt,
                         outcome.status, f"{current[0]} on attempt {current[1]}" if current else "gone")
+            if current is not None and capture is not None:
+                # The try ran (its lease lapsed, or it was killed): its story is kept all the same.
+                fenced = WorkflowNode.objects.select_related("workflow").get(pk=node_id)
+                store_try(fenced, outcome, capture, now, attempt=attempt, status="DISCARDED", worker="")
             return "fenced"
         retry = outcome.transient and node.attempt < node.max_attempts
+        store_try(node, outcome, capture, now, attempt=attempt, status="RETRY" if retry else outcome.status)
         node.history = [*node.history, {
             "attempt": attempt,
             "worker": node.worker,
@@ -266,6 +275,19 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome) -> str:
             return "retry"
         end_node(node, outcome, now, workflow_is_current=True)
         return outcome.status
+
+
+def store_try(node: WorkflowNode, outcome: Outcome, capture: Capture | None, now: Any, *, attempt: int,
+              status: str, worker: str | None = None) -> None:
+    """Keep this try of the node (caller's transaction): how it ended, its traceback and log, secrets masked."""
+    workflow = node.workflow
+    quiet = not outcome.error_message and (capture is None or not (capture.size or capture.traceback))
+    tries.store(
+        TaskTry.Kind.NODE, node.id, capture, status=status, ended_at=now, started_at=node.started_at,
+        job_id=workflow.id, action_id=workflow.coord_action_id or "", name=node.name, run=workflow.run,
+        attempt=attempt, worker=node.worker if worker is None else worker, error_code=outcome.error_code,
+        error_message=outcome.error_message, secrets=() if quiet else workflow.secret_sources(),
+    )
 
 
 def end_node(node: WorkflowNode, outcome: Outcome, now: Any, *, workflow_is_current: bool = False) -> None:

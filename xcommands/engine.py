@@ -21,7 +21,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from kernel import processes
+from kernel import capture, processes, tries
+from kernel.models import TaskTry
 from xcommands import failpoints, recovery, sql
 from xcommands.base import registered_command
 from xcommands.choices import LEASED_STATUSES, CommandStatus
@@ -224,6 +225,7 @@ def _finish(claim: Claim, status: str, *, result: Any = None, note: str = "", er
     )
     if not done:
         raise FencedOut(f"command {claim.command_id}: lease lost (token {claim.token}); not committing")
+    _keep_try(claim, status, now, error if status != CommandStatus.SUCCEEDED else "")
     ring_next_head(claim.key, now)
 
 
@@ -247,6 +249,28 @@ def ring_next_head(key: str, now: datetime) -> None:
 
 
 def _execute(claim: Claim) -> str:
+    with capture.capturing():
+        return _execute_captured(claim)
+
+
+def _keep_try(claim: Claim, status: str, now: datetime, error: str = "") -> None:
+    """Keep this try's story (caller's transaction) when it failed or logged a warning (kernel.tries).
+
+    A command that ran quietly has nothing to keep beyond its row and history: no row is written,
+    so the engine's hot path pays nothing more.
+    """
+    kept = capture.current()
+    if not error and (kept is None or kept.highest < logging.WARNING):
+        return
+    tries.store(
+        TaskTry.Kind.COMMAND, str(claim.command_id), kept, status=status, ended_at=now, job_id=claim.key,
+        name=claim.name, attempt=claim.attempt, worker=worker_identity(),
+        error_code=error.strip().splitlines()[-1].partition(":")[0][:64] if error.strip() else "",
+        error_message=error.strip().splitlines()[-1][:500] if error.strip() else "",
+    )
+
+
+def _execute_captured(claim: Claim) -> str:
     try:
         command_class = registered_command(claim.name)
         command = command_class.from_params(claim.params)
@@ -289,6 +313,7 @@ def _run_and_finish(claim: Claim, command: Any, finish_atomically: bool = False)
 def _fail(claim: Claim, exc: BaseException, *, permanent: bool) -> str:
     """After a failed attempt: schedule a retry, or move to rollback when none remain."""
     now = timezone.now()
+    capture.note_exception(exc)
     error = _error_text(exc)
     kind = "permanent" if permanent else "transient"
     entry = {
@@ -320,6 +345,7 @@ def _fail(claim: Claim, exc: BaseException, *, permanent: bool) -> str:
             ):
                 log.warning("command %s: lease lost while recording a failure", claim.command_id)
                 return "fenced"
+            _keep_try(claim, "RETRY", now, error)
         log.info(
             "%s #%s [%s] attempt %s failed (%s); retry in %.2f s",
             claim.name, claim.command_id, claim.key, claim.attempt, type(exc).__name__, delay,
@@ -376,6 +402,9 @@ def _rollback(claim: Claim, error: str) -> str:
                 last_error=text[-MAX_ERROR_CHARS:],
                 history=[*claim.history, entry],
             )
+            if parked:
+                capture.note_exception(exc)
+                _keep_try(claim, CommandStatus.PARKED, now, text)
         if not parked:
             return "fenced"
         log.error(

@@ -45,6 +45,8 @@ from batches.admin.verbs import (
 )
 from batches.models import Batch, BatchJob
 from kernel.admin_kit import ReadOnlyAdmin, pretty
+from kernel.admin_tries import tries_table
+from kernel.models import TaskTry
 from kernel.permissions import can_read
 
 PRIORITY_RANGES = [
@@ -289,4 +291,5 @@ def job_page(job: BatchJob) -> dict[str, Any]:
         "summary": summary, "configuration": configuration, "identifiers": ids,
         "files": file_rows(job.files or []), "history": history_rows(job.history or []),
         "batch_url": batch_link(job.batch_id),
+        "tries": tries_table(TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(job.pk))),
     }

@@ -24,7 +24,11 @@ from batches.dispatch import keeps_slot, runnable_jobs
 from batches.lifecycle import appended, history_entry, move
 from batches.models import BatchJob, Slot
 from batches.stages import STAGE_FUNCTIONS, StageFailed
+from kernel import tries
+from kernel.capture import Capture, capturing
+from kernel.models import TaskTry
 from xcommands.base import XCommand
+from xcommands.engine import worker_identity
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
 
@@ -105,13 +109,25 @@ class BatchJobStageXCommand(XCommand):
         return {"job": job.pk, "token": self.token, "stages": ran}
 
     def _run_stage(self, job: BatchJob, stage: str) -> tuple[str, bool]:
-        """Run one stage and record it: (where the job went, whether it keeps its slot for the next stage)."""
-        try:
-            outcome = STAGE_FUNCTIONS[stage](job)
-        except StageFailed as exc:
-            self._record_failure(stage, str(exc))
-            return J.FAILED, False
+        """Run one stage and record it: (where the job went, whether it keeps its slot for the next stage).
+
+        Each run of a stage is a try (kernel.tries): what it logged and printed and its error's
+        traceback are kept with how it ended, in the transaction that records it.
+        """
+        with capturing() as capture:
+            try:
+                outcome = STAGE_FUNCTIONS[stage](job)
+            except StageFailed as exc:
+                capture.note_exception(exc)
+                self._record_failure(stage, str(exc), capture)
+                return J.FAILED, False
+            except Exception as exc:  # storage or network trouble: kept, then the command's retry
+                capture.note_exception(exc)
+                with transaction.atomic():
+                    self._keep_try(stage, "RETRY", capture, type(exc).__name__, str(exc))
+                raise
         with transaction.atomic():
+            self._keep_try(stage, outcome.status or "WAITS", capture, "", outcome.note if outcome.status == J.FAILED else "")
             if outcome.status is None:  # wait in this queue (provisioning): looked at again later
                 moved = BatchJob.objects.filter(pk=job.pk, status=stage, stage_token=self.token).update(
                     not_before=timezone.now() + timedelta(seconds=outcome.wait_seconds),
@@ -135,9 +151,21 @@ class BatchJobStageXCommand(XCommand):
             release(job.pk)
         return outcome.status, False
 
-    def _record_failure(self, stage: str, error: str) -> None:
+    def _keep_try(self, stage: str, status: str, capture: Capture | None, code: str, error: str) -> None:
+        """This run of the stage as a try of the job (caller's transaction); `run` is the dispatch."""
+        earlier = TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(self.job_id), name=stage,
+                                         run=self.token).count()
+        tries.store(
+            TaskTry.Kind.STAGE, str(self.job_id), capture, status=status, ended_at=timezone.now(),
+            started_at=self.started, job_id=str(self.job.batch_id), name=stage, run=self.token, attempt=earlier + 1,
+            worker=worker_identity(), error_code=code or ("StageFailed" if error and status == J.FAILED else ""),
+            error_message=error,
+        )
+
+    def _record_failure(self, stage: str, error: str, capture: Capture | None = None) -> None:
         job = load_job(self.job_id)
         with transaction.atomic():
+            self._keep_try(stage, J.FAILED, capture, "StageFailed", error)
             if job.status != stage or job.stage_token != self.token:
                 return
             moved = move(job, J.FAILED, note=error, fields={"error": error[:8000]},

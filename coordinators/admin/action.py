@@ -31,6 +31,7 @@ from kernel.admin_kit import (
     remember_reader,
     shown,
 )
+from kernel.admin_tries import tries_table
 from kernel.display import (
     compact_time,
     human_duration,
@@ -39,6 +40,7 @@ from kernel.display import (
     status_words,
     time_html,
 )
+from kernel.models import TaskTry
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker
 from workflows.models import WorkflowJob
@@ -67,13 +69,14 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
         ("SLA", {"fields": ["sla_link", "sla_pretty"]}),
         ("Errors", {"fields": ["error_text"]}),
         ("Runs", {"fields": ["runs_table"]}),
+        ("Tries", {"fields": ["tries_table"]}),
         ("Status history", {"fields": ["status_history"]}),
     ]
     readonly_fields = [
         "id", "job_link", "number", "nominal_time", "status_text", "pending_text", "external_id", "created_time",
         "next_check_at", "check_count", "timeout_at", "started_at", "ended_at", "run_count", "last_modified",
         "missing_pretty", "data_in_pretty", "data_out_pretty", "run_conf_pretty", "sla_link", "sla_pretty",
-        "error_text", "runs_table", "waiting_text", "ready_at", "submitted_at", "status_history",
+        "error_text", "runs_table", "waiting_text", "ready_at", "submitted_at", "status_history", "tries_table",
     ]
 
     actions = ["rerun_actions", "ignore_actions"]
@@ -263,6 +266,11 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
             "<table><tr><th>run</th><th>workflow job</th><th>status</th><th>started</th><th>ended</th>"
             "<th>Celery task ids</th><th>error</th></tr>{}</table>", rows,
         )
+
+    @admin.display(description="tries, newest first")
+    def tries_table(self, obj: CoordinatorAction) -> str:
+        """Every try of every node of every run: a rerun, a retry and a relaunch each add one; earlier ones stay."""
+        return tries_table(TaskTry.objects.filter(action_id=obj.pk))
 
     @admin.display(description="evaluated sla:info")
     def sla_pretty(self, obj: CoordinatorAction) -> str:

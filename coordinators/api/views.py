@@ -44,7 +44,8 @@ from coordinators.api.serializers import (
 )
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
-from kernel.api import ERROR_BODY, DomainViewSet, accepted
+from kernel.api import ERROR_BODY, DomainViewSet, TaskTrySerializer, accepted, tries_page
+from kernel.models import TaskTry
 from kernel.permissions import readable_jobs, submitter_properties
 from kernel.secrets import masker_for
 from operations.api.bulk import bulk_schema, start_from_request
@@ -239,6 +240,14 @@ class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         """Every status change of the action (reruns included): from, to, when, by whom, why."""
         found = self.get_object()
         return _history(self, StatusChange.objects.filter(object_id=found.pk, kind=StatusChange.Kind.ACTION))
+
+    @extend_schema(summary="The tries of every run of the action, newest first, paginated: how each ended, its "
+                   "traceback and log", responses={200: TaskTrySerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def tries(self, request: Request, pk: str) -> Response:
+        """Every try of every node of every run (reruns, retries and relaunches each add one)."""
+        found = self.get_object()
+        return tries_page(self, TaskTry.objects.filter(action_id=found.pk))
 
 
 def _history(view: DomainViewSet, changes: QuerySet[StatusChange]) -> Response:

@@ -20,6 +20,7 @@ from batches.definitions import Digest, ObjectSpec, parse_manifest, write_batch_
 from batches.models import Batch, BatchJob, InventoryFile, MintedIdentifier, Slot
 from batches.services import batch_verb, hold_collection, job_verb, release_collection
 from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed, free_bytes
+from kernel.models import TaskTry
 from kernel.permissions import JobPermissionDenied
 from kernel.statemachine import IllegalTransition
 from operations.choices import JobStatus as OperationJobStatus
@@ -304,6 +305,12 @@ def test_processing_fails_and_resume_restarts_at_processing_without_downloading_
     assert list(MintedIdentifier.objects.values_list("identifier", flat=True)) == minted
     assert stages_run(job).count(J.DOWNLOADING) == 1 and stages_run(job).count(J.PROCESSING) == 2
     assert stamps  # the working directory was there to resume from (it is removed on completion)
+    # Every run of every stage is a try of the job; the failed processing stays beside the one that worked.
+    tried = list(TaskTry.objects.filter(kind="stage", object_id=str(job.pk)).order_by("id"))
+    assert [t.name for t in tried].count(J.PROCESSING) == 2 and all(t.job_id == str(batch.pk) for t in tried)
+    failed = [t for t in tried if t.status == J.FAILED]
+    assert len(failed) == 1 and failed[0].name == J.PROCESSING and "storage unavailable" in failed[0].error_message
+    assert "Traceback (most recent call last)" in failed[0].traceback
 
 
 @pytest.mark.parametrize("stage", [J.RECORDING, J.NOTIFY])

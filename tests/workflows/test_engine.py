@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.core import mail
 from django.core.management import CommandError, call_command
 from django.utils import timezone
@@ -25,69 +24,17 @@ from oozie.definitions import DefinitionError
 from statusservice.tasks import input_checks
 from tests.support.coordinator_apps import minute
 from tests.support.engine import run_pending_commands
+from tests.support.workflow_apps import WF, app, celery, drive, nodes, owner, submit
 from workflows import notifications
 from workflows.choices import NodeStatus as N
 from workflows.choices import WorkflowStatus as W
 from workflows.engine import WorkflowError, due_user_retries
 from workflows.models import WorkflowJob, WorkflowNode
 from workflows.runner import Outcome, claim, record, run_node
-from workflows.services import request_control, request_rerun, submit_workflow
+from workflows.services import request_control, request_rerun
 from workflows.tasks import notify
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
-
-WF = 'xmlns="uri:oozie:workflow:1.0"'
-CELERY = 'xmlns="uri:oozie:celery-action:0.1"'
-
-
-def celery(name: str, task: str, *args: str, ok: str, error: str = "fail", extra: str = "") -> str:
-    """A celery action node."""
-    arguments = "".join(f"<arg>{a}</arg>" for a in args)
-    return (f'<action name="{name}"{extra}><celery {CELERY}><task>{task}</task>{arguments}</celery>'
-            f'<ok to="{ok}"/><error to="{error}"/></action>')
-
-
-KILL = '<kill name="fail"><message>failed at ${wf:lastErrorNode()}: ${wf:errorMessage(wf:lastErrorNode())}</message></kill>'
-
-
-def app(tmp_path: Path, body: str, name: str = "app", start: str = "", wf_name: str = "wf") -> Path:
-    """Write a workflow application directory; its path."""
-    directory = tmp_path / name
-    directory.mkdir(parents=True, exist_ok=True)
-    first = start or body.split('name="', 1)[1].split('"', 1)[0]
-    (directory / "workflow.xml").write_text(
-        f'<workflow-app name="{wf_name}" {WF}><start to="{first}"/>{body}{KILL}<end name="end"/></workflow-app>'
-    )
-    return directory
-
-
-def owner() -> User:
-    return User.objects.get_or_create(username="wf-user")[0]
-
-
-def submit(directory: Path, **properties: str) -> WorkflowJob:
-    conf = {"oozie.wf.application.path": str(directory), **{k.replace("_", "."): v for k, v in properties.items()}}
-    return submit_workflow(conf, owner=owner(), trusted=True)
-
-
-def drive(rounds: int = 50) -> int:
-    """Run queued nodes and commands in this process until nothing is left; how many nodes ran."""
-    ran = 0
-    for _ in range(rounds):
-        queued = list(WorkflowNode.objects.filter(status=N.PREP, workflow__status=W.RUNNING)
-                      .values_list("pk", "attempt"))
-        commands = run_pending_commands()
-        if not queued and not commands:
-            return ran
-        for node_id, attempt in queued:
-            run_node(node_id, attempt, "test")
-            ran += 1
-    return ran
-
-
-def nodes(workflow: WorkflowJob) -> dict[str, tuple[str, str]]:
-    """name -> (status, transition)."""
-    return {n.name: (n.status, n.transition) for n in WorkflowNode.objects.filter(workflow=workflow)}
 
 
 def test_a_fork_runs_its_paths_the_join_waits_for_all_and_a_decision_reads_the_files(tmp_path: Path) -> None:

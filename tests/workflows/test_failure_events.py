@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
 from coordinators.services import submit_coordinator
+from kernel.models import TaskTry
 from tests.support.coordinator_apps import coordinator_xml
 from tests.support.processes import WorkerProcess, wait_until
 from workflows.choices import NodeStatus
@@ -84,6 +85,13 @@ def test_a_failed_action_is_a_failed_task_in_flower(
     assert action.id in _started_names(task_events).get(node.task_id, "")  # Flower names the task after its action
     succeeded = [e for e in task_events if e.get("type") == "task-succeeded" and e["uuid"] == node.task_id]
     assert not succeeded
+    # The real worker kept the try's story: its INFO line (below the worker's own log level), what it
+    # printed (Celery's redirected stdout), and the whole traceback.
+    kept = TaskTry.objects.get(object_id=node.id)
+    assert (kept.status, kept.action_id, kept.worker) == (NodeStatus.ERROR, action.id, node.worker)
+    assert "INFO examples.tasks: examples.fail: checking the inputs of" in kept.log
+    assert kept.log.count("examples.fail: nothing usable for") == 1
+    assert "Traceback (most recent call last)" in kept.traceback and "in _give_up" in kept.traceback
 
 
 def test_a_command_that_failed_for_good_is_a_failed_task(
@@ -96,6 +104,13 @@ def test_a_command_that_failed_for_good_is_a_failed_task(
     wait_until(lambda: Command.objects.get(pk=command.pk).status == CommandStatus.FAILED, 60, "the command to fail")
     row = Command.objects.get(pk=command.pk)
     assert "storage refused p-1" in row.last_error
+    # Each failed try is kept (retries, then the last one, rolled back), each with its whole traceback.
+    kept = list(TaskTry.objects.filter(kind="command", object_id=str(command.pk)).order_by("id"))
+    failures = [entry for entry in row.history if str(entry.get("outcome", "")).startswith("error")]
+    assert [t.attempt for t in kept] == [entry["attempt"] for entry in failures] and kept
+    assert [t.status for t in kept] == ["RETRY"] * (len(kept) - 1) + [CommandStatus.FAILED]
+    assert all("Traceback (most recent call last)" in t.traceback and "storage refused p-1" in t.traceback
+               and t.job_id == "flaky-key" for t in kept)
     wait_until(lambda: bool(_failed(task_events)), 20, "the task-failed event")
     failed = _failed(task_events)
     assert len(failed) == 1 and f"command {command.pk}" in failed[0]["exception"]

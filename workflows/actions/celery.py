@@ -15,7 +15,7 @@ from typing import Any
 
 from celery import current_app as app  # project.celery's app, set up by this process
 
-from kernel import task_registry, user_tasks
+from kernel import capture, task_registry, user_tasks
 from oozie.definitions import DefinitionError
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit, properties_text
@@ -96,6 +96,7 @@ def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
     try:
         value = task(*args, **kwargs)
     except Exception as exc:  # the task's own failure, or an infrastructure error it met
+        capture.note_exception(exc)
         return error(type(exc).__name__[:64], exception_text(exc), transient=is_transient(exc), external_status="FAILED")
     data = _data(value)
     if message := over_limit(len(properties_text(data).encode("utf-8")), max_output_data()):

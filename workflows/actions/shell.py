@@ -25,6 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
+from kernel import capture as try_capture
 from oozie.definitions import DefinitionError, parse_properties, serialize_hadoop_configuration
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit
@@ -72,6 +75,19 @@ def _tail(path: str) -> str:
     with open(path, "rb") as handle:
         handle.seek(max(0, os.path.getsize(path) - TAIL_CHARS))
         return handle.read().decode("utf-8", errors="replace").strip()
+
+
+def _keep_output(stdout_path: str, stderr_path: str) -> None:
+    """The command's stdout and stderr into the try's log (kernel.tries: the tail, bounded, secrets masked)."""
+    limit = int(settings.TRY_LOG_MAX_CHARS)
+    for title, path in (("stdout", stdout_path), ("stderr", stderr_path)):
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            handle.seek(max(0, size - limit))
+            text = handle.read().decode("utf-8", errors="replace")
+        if size > limit:
+            text = f"[... {size - limit} earlier bytes dropped ...]\n{text}"
+        try_capture.attach(title, text)
 
 
 #: The guard every command runs under: it kills the command's process group when this process dies.
@@ -171,6 +187,7 @@ def _run(command: list[str], env: dict[str, str], workdir: str, capture: bool) -
             )
         finally:
             _kill_group(process.pid)  # what it left running in the background goes with it
+            _keep_output(stdout_path, stderr_path)
     if returncode != 0:
         how = f"exit code [{returncode}]" if returncode > 0 else f"killed by signal [{-returncode}]"
         stderr_tail = _tail(stderr_path)

@@ -18,7 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from kernel.api import ERROR_BODY, Conflict, DomainViewSet, accepted
+from kernel.api import ERROR_BODY, Conflict, DomainViewSet, TaskTrySerializer, accepted, tries_page
+from kernel.models import TaskTry
 from kernel.permissions import submitter_properties
 from oozie.properties import WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
 from workflows.api.access import may_modify, readable_workflows
@@ -113,6 +114,14 @@ class WorkflowJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Domai
         return accepted(WorkflowJobSerializer, workflow, request)
 
     @_verb_schema("Kill a workflow: its running nodes are stopped, its sub-workflows killed")
+    @extend_schema(summary="The workflow's node tries, newest first, paginated: how each ended, its traceback and log",
+                   responses={200: TaskTrySerializer(many=True), **ERRORS})
+    @action(detail=True, methods=["get"])
+    def tries(self, request: Request, pk: str) -> Response:
+        """Every try of every node, every run (a rerun adds tries; the earlier ones stay)."""
+        found = self.get_object()
+        return tries_page(self, TaskTry.objects.filter(job_id=found.pk))
+
     @action(detail=True, methods=["post"])
     def kill(self, request: Request, pk: str) -> Response:
         """Queue the kill."""
