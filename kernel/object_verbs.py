@@ -148,6 +148,9 @@ class ObjectVerbsAdmin(admin.ModelAdmin[Any]):
         cleaned: Mapping[str, Any] = form.cleaned_data if form is not None else {}
         if request.POST.get("confirm") != "yes":
             return self.verb_page(request, obj, found, form, values=True, cleaned=cleaned)
+        forbidden = self.verb_forbidden(request, obj)  # as the services: who may act first, then the status
+        if forbidden:
+            raise PermissionDenied(forbidden)
         if found.refused:
             return self.verb_page(request, obj, found, form, values=True, cleaned=cleaned, error=found.refused,
                                   status=409)
