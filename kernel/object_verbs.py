@@ -180,6 +180,6 @@ class ObjectVerbsAdmin(admin.ModelAdmin[Any]):
             "asking": form is not None and not values, "error": error or verb.refused,
             "params": dict(verb.params), "object_url": reverse(
                 f"admin:{opts.app_label}_{opts.model_name}_change", args=[quote(obj.pk)]),
-            "title": f"{verb.label}: {obj}", "media": self.media,
+            "title": f"{verb.label}: {obj}", "media": self.media, "is_nav_sidebar_enabled": False,
         }
         return TemplateResponse(request, "admin/object_verb_confirm.html", context, status=status)

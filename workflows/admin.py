@@ -110,6 +110,10 @@ def _attempts(node: WorkflowNode, secrets: Masker) -> list[str]:
         if not isinstance(entry, dict):
             continue
         text = f"attempt {entry.get('attempt', '?')} on {entry.get('worker') or '-'}: {entry.get('outcome', '?')}"
+        if entry.get("marked_by"):  # an operator's mark or clear (workflows.node_verbs)
+            text = f"attempt {entry.get('attempt', '?')}: marked {entry.get('outcome')} by {entry['marked_by']}"
+        elif entry.get("cleared_by"):
+            text = f"cleared by {entry['cleared_by']}{' with downstream' if entry.get('downstream') else ''}"
         if entry.get("error"):  # the full error is in its own column
             error = secrets.text(str(entry["error"]))
             text += f": {error[:80]}…" if len(error) > 80 else f": {error}"
