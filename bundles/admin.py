@@ -10,7 +10,7 @@ the bundle has: one for the coordinators, one for their progress, two for the ti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -26,13 +26,15 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from bundles import services
+from bundles.admin_verbs import bundle_verbs
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction
 from kernel.admin_kit import ReadOnlyAdmin, pretty, remember_reader, shown
 from kernel.display import status_colour, status_label
-from kernel.permissions import JobPermissionDenied
+from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
+from kernel.permissions import JobPermissionDenied, can_modify
 from kernel.secrets import Masker, masker
 from operations.admin_verbs import SelectionVerbs
 
@@ -231,7 +233,7 @@ class BundleChangeList(ChangeList):
 
 
 @admin.register(BundleJob)
-class BundleJobAdmin(SelectionVerbs, ReadOnlyAdmin):
+class BundleJobAdmin(ObjectVerbsAdmin, SelectionVerbs, ReadOnlyAdmin):
     """Bundles: filters, search, coordinators done/total; a page with coordinators and a shared timeline."""
 
     bulk_kind, noun = "bundle", "bundle"
@@ -273,6 +275,13 @@ class BundleJobAdmin(SelectionVerbs, ReadOnlyAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return BundleChangeList
+
+    def object_verbs(self, request: HttpRequest, obj: BundleJob, params: Mapping[str, str]) -> list[ObjectVerb]:
+        """The page's buttons (bundles.admin_verbs), through the services."""
+        return bundle_verbs(obj, request.user)
+
+    def verb_forbidden(self, request: HttpRequest, obj: BundleJob) -> str:
+        return "" if can_modify(request.user, obj) else f"you may not act on bundle job {obj.pk}"
 
     def apply_verb(self, request: HttpRequest, object_id: str, verb: str) -> None:
         """One bundle's verb through the bundle services, as the API and CLI call them."""

@@ -7,7 +7,7 @@ bulk actions that call `workflows.services` with the same permission check as th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -37,13 +37,15 @@ from kernel.display import (
     status_words,
 )
 from kernel.models import TaskTry
+from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
 from kernel.permissions import JobPermissionDenied
 from kernel.secrets import Masker, masker
 from oozie.properties import WF_RERUN_FAIL_NODES
 from workflows import graph
+from workflows.admin_verbs import node_verbs, workflow_verbs
 from workflows.api.access import may_modify
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
-from workflows.engine import WorkflowError
+from workflows.engine import CONTROL_TYPES, WorkflowError
 from workflows.models import WorkflowJob, WorkflowNode
 from workflows.services import VerbNotSupported, request_control, request_rerun
 
@@ -110,6 +112,10 @@ def _attempts(node: WorkflowNode, secrets: Masker) -> list[str]:
         if not isinstance(entry, dict):
             continue
         text = f"attempt {entry.get('attempt', '?')} on {entry.get('worker') or '-'}: {entry.get('outcome', '?')}"
+        if entry.get("marked_by"):  # an operator's mark or clear (workflows.node_verbs)
+            text = f"attempt {entry.get('attempt', '?')}: marked {entry.get('outcome')} by {entry['marked_by']}"
+        elif entry.get("cleared_by"):
+            text = f"cleared by {entry['cleared_by']}{' with downstream' if entry.get('downstream') else ''}"
         if entry.get("error"):  # the full error is in its own column
             error = secrets.text(str(entry["error"]))
             text += f": {error[:80]}…" if len(error) > 80 else f": {error}"
@@ -120,7 +126,7 @@ def _attempts(node: WorkflowNode, secrets: Masker) -> list[str]:
 
 
 @admin.register(WorkflowJob)
-class WorkflowJobAdmin(ReadOnlyAdmin):
+class WorkflowJobAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
     """Workflow jobs: filters and search; a job's page draws its DAG and lists its nodes; verbs as bulk actions."""
 
     change_form_template = "admin/workflows/workflowjob/change_form.html"
@@ -180,7 +186,31 @@ class WorkflowJobAdmin(ReadOnlyAdmin):
         context = {"is_nav_sidebar_enabled": False, **(extra_context or {})}  # the graph and the table take the width
         if workflow is not None:
             context.update(self.graph_context(workflow))
+            shown = {node.name: node for node in workflow.nodes.exclude(type__in=sorted(CONTROL_TYPES.values()))}
+            for row in context["node_rows"]:  # each action node's clear and mark buttons (kernel.object_verbs)
+                if row["name"] in shown:
+                    row["verbs"] = self.verb_buttons(request, workflow, {"node": row["name"]})
         return super().change_view(request, object_id, form_url, context)
+
+    # ---- buttons (workflows.admin_verbs) ------------------------------------------------------
+
+    verb_params = ("node",)
+
+    def object_verbs(self, request: HttpRequest, obj: WorkflowJob, params: Mapping[str, str]) -> list[ObjectVerb]:
+        """The job's verbs; with `node`, that node's clear and mark."""
+        if "node" not in params:
+            return workflow_verbs(obj, request.user)
+        node = WorkflowNode.objects.filter(workflow=obj, name=params["node"]).first()
+        if node is None or node.type in CONTROL_TYPES.values():
+            return []
+        return node_verbs(obj, node, request.user)
+
+    def verb_forbidden(self, request: HttpRequest, obj: WorkflowJob) -> str:
+        try:
+            may_modify(request.user, obj)
+        except JobPermissionDenied as exc:
+            return str(exc)
+        return ""
 
     def graph_context(self, workflow: WorkflowJob) -> dict[str, Any]:
         """What the template shows under the fields: the SVG, a legend, the node rows, the sub-workflows."""

@@ -44,10 +44,12 @@ WORKFLOW_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 NODE_TRANSITIONS: dict[str, frozenset[str]] = {
-    N.PREP: frozenset({N.RUNNING, N.KILLED, N.FAILED}),
+    # PREP or USER_RETRY -> OK or ERROR: an operator marked the node (workflows.node_verbs, Airflow's mark
+    # success / failed); the run it waited for never happens.
+    N.PREP: frozenset({N.RUNNING, N.KILLED, N.FAILED, N.OK, N.ERROR}),
     # RUNNING -> PREP: its worker was lost (lease expired) and the node is launched again.
     N.RUNNING: frozenset({N.OK, N.ERROR, N.KILLED, N.FAILED, N.PREP, N.USER_RETRY}),
-    N.USER_RETRY: frozenset({N.PREP, N.KILLED}),
+    N.USER_RETRY: frozenset({N.PREP, N.KILLED, N.OK, N.ERROR}),
     N.OK: frozenset(),
     N.ERROR: frozenset({N.USER_RETRY}),  # user retry (retry-max): runs again later
     N.KILLED: frozenset(),

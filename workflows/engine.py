@@ -220,6 +220,11 @@ def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, tran
     return node
 
 
+def enter(workflow: WorkflowJob, name: str, now: datetime) -> None:
+    """Execute node `name` of a running (or suspended) application and what it leads to (caller's transaction, row locked)."""
+    _enter(workflow, definition_of(workflow), name, now)
+
+
 def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now: datetime) -> None:
     """Execute node `name` and what it leads to: control nodes at once, action nodes by sending them to a worker.
 
@@ -322,14 +327,18 @@ def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status
     """The action node's row, new or reset for a new run (a rerun, or a path taken again)."""
     task_id = str(uuid.uuid4())
     task = str((spec or {}).get("task", "")) if node.action_type == "celery" else ""
+    # A node run again on the same row (a cleared node, workflows.node_verbs) continues its attempts and
+    # their history: the attempt is the fencing token, so a late report of an earlier run matches nothing.
+    previous = WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).values_list("attempt", "history").first()
+    attempts, history = previous if previous is not None else (0, [])
     row, _ = WorkflowNode.objects.update_or_create(
         id=_node_id(workflow, node.name),
         defaults={
             "workflow": workflow, "name": node.name, "type": node.action_type, "task_name": task,
-            "queue": queue_of(task or "workflows.run"), "status": status, "attempt": 1,
-            "max_attempts": max_launches(), "task_id": task_id, "task_ids": [task_id], "worker": "",
+            "queue": queue_of(task or "workflows.run"), "status": status, "attempt": attempts + 1,
+            "max_attempts": attempts + max_launches(), "task_id": task_id, "task_ids": [task_id], "worker": "",
             "lease_expires_at": None, "dispatched_at": now, "dispatches": 1 if status == NodeStatus.PREP else 0,
-            "started_at": None, "ended_at": None, "error_code": "", "error_message": "", "history": [],
+            "started_at": None, "ended_at": None, "error_code": "", "error_message": "", "history": list(history),
             "spec": dict(spec or {}), "transition": "", "data": {}, "external_id": "", "external_status": "",
             "user_retries": 0, "retry_at": None,
         },

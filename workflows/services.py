@@ -23,6 +23,8 @@ from workflows.choices import (
 )
 from workflows.commands import (
     WfKillXCommand,
+    WfNodeClearXCommand,
+    WfNodeMarkXCommand,
     WfRerunXCommand,
     WfResumeXCommand,
     WfStartXCommand,
@@ -31,8 +33,17 @@ from workflows.commands import (
 from workflows.definitions.loader import load_application
 from workflows.definitions.submission import prepare_workflow
 from workflows.engine import WorkflowError, check_rerun, create_job
-from workflows.models import WorkflowJob
+from workflows.models import WorkflowJob, WorkflowNode
+from workflows.node_verbs import (
+    MARKS,
+    ClearPlan,
+    NodeVerbRefused,
+    check_clear,
+    check_mark,
+    describe_mark,
+)
 from workflows.states import parent_key
+from xcommands.models import Command
 from xcommands.queue import enqueue
 
 log = logging.getLogger(__name__)
@@ -134,3 +145,53 @@ def request_rerun(workflow_id: str, properties: Mapping[str, str], *, check: Cal
         check_rerun(workflow, skip_nodes=skip, fail_nodes=fail_nodes)
         enqueue(WfRerunXCommand(key=parent_key(workflow), workflow_id=workflow.id, configuration=conf,
                                 skip_nodes=skip, fail_nodes=fail_nodes))
+
+
+# ---- one node: clear, mark OK or ERROR (workflows.node_verbs) ----------------------------------------
+
+
+def _username(actor: Any) -> str:
+    return str(actor.get_username()) if actor is not None and hasattr(actor, "get_username") else "?"
+
+
+def request_node_mark(workflow_id: str, node: str, status: str, *, check: Callable[[WorkflowJob], None],
+                      actor: Any) -> tuple[Command, list[str]]:
+    """Queue marking a live node OK or ERROR (Airflow's mark success / failed): the command and what it will do.
+
+    `check(workflow)` raises when the caller may not act. NodeVerbRefused (nothing queued) when
+    the node is not live, is a control node, or the workflow is not running or suspended.
+    """
+    status = str(status).upper()
+    if status not in MARKS:
+        raise NodeVerbRefused(f"a node is marked {' or '.join(MARKS)}, not {status!r}")
+    with transaction.atomic():
+        workflow = WorkflowJob.objects.get(pk=workflow_id)
+        check(workflow)
+        row = WorkflowNode.objects.filter(workflow=workflow, name=node).first()
+        if row is None:
+            raise NodeVerbRefused(f"workflow {workflow.id} has no node {node!r} that has run")
+        check_mark(workflow, row, status)
+        command = enqueue(WfNodeMarkXCommand(key=parent_key(workflow), workflow_id=workflow.id, node=node,
+                                             status=status, by=_username(actor)), owner_id=getattr(actor, "pk", None))
+    log.info("workflow %s: node %s marked %s by %s (command %s)", workflow_id, node, status, _username(actor),
+             command.pk)
+    return command, describe_mark(workflow, row, status)
+
+
+def request_node_clear(workflow_id: str, node: str, *, downstream: bool, check: Callable[[WorkflowJob], None],
+                       actor: Any) -> tuple[Command, ClearPlan]:
+    """Queue clearing an ended node (Airflow's clear, with or without downstream): the command and its plan.
+
+    NodeVerbRefused (nothing queued) when the node has not ended, is a control node, a node
+    after it still runs (without downstream), or the workflow cannot run again.
+    """
+    with transaction.atomic():
+        workflow = WorkflowJob.objects.get(pk=workflow_id)
+        check(workflow)
+        plan = check_clear(workflow, node, downstream=downstream)
+        command = enqueue(WfNodeClearXCommand(key=parent_key(workflow), workflow_id=workflow.id, node=node,
+                                              downstream=downstream, by=_username(actor)),
+                          owner_id=getattr(actor, "pk", None))
+    log.info("workflow %s: node %s cleared%s by %s (command %s)", workflow_id, node,
+             " with downstream" if downstream else "", _username(actor), command.pk)
+    return command, plan

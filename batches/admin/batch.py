@@ -9,7 +9,7 @@ Verbs go through `batches.services` as the operator (owner, ACL, job admins; sta
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.contrib import admin, messages
@@ -29,6 +29,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from batches import services
+from batches.admin import buttons
 from batches.admin.display import (
     SEGMENTS,
     badge,
@@ -53,7 +54,8 @@ from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
 from batches.models import Batch, BatchJob, BatchReport, ReportDelivery
 from kernel.admin_kit import ReadOnlyAdmin
-from kernel.permissions import JobPermissionDenied, is_admin
+from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
+from kernel.permissions import JobPermissionDenied, can_modify, is_admin
 
 JOBS_PER_PAGE = 50
 REPORT_FORMATS = ("text", "csv", "json")
@@ -93,7 +95,7 @@ class BatchChangeList(ChangeList):
 
 
 @admin.register(Batch)
-class BatchAdmin(ReadOnlyAdmin):
+class BatchAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
     """Batches: filters, search by id, submitter or payload URL, progress bars, bulk verbs; a page per batch."""
 
     list_display = ["batch_id", "profile_column", "submitted_by", "kind", "status_and_jobs", "created"]
@@ -211,6 +213,13 @@ class BatchAdmin(ReadOnlyAdmin):
         return format_html("<pre style='margin:0;white-space:pre-wrap'>{}</pre>", obj.manifest or "(not a manifest)")
 
     # --- the page
+
+    def object_verbs(self, request: HttpRequest, obj: Batch, params: Mapping[str, str]) -> list[ObjectVerb]:
+        """The page's buttons (batches.admin.buttons), through the services."""
+        return buttons.batch_verbs(obj, request.user)
+
+    def verb_forbidden(self, request: HttpRequest, obj: Batch) -> str:
+        return "" if can_modify(request.user, obj) else f"you may not act on {obj.id_text}"
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], add: bool = False, change: bool = False,

@@ -8,7 +8,7 @@ its error. Verbs (release, resume, requeue, delete, priority) go through
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.contrib import admin
@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from batches import services
+from batches.admin import buttons
 from batches.admin.batch import parse_id
 from batches.admin.display import (
     badge,
@@ -47,7 +48,8 @@ from batches.models import Batch, BatchJob
 from kernel.admin_kit import ReadOnlyAdmin, pretty
 from kernel.admin_tries import tries_table
 from kernel.models import TaskTry
-from kernel.permissions import can_read
+from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
+from kernel.permissions import can_modify, can_read
 
 PRIORITY_RANGES = [
     ("0-4", "0–4 (before the default)"), ("5", "5 (the default)"), ("6-9", "6–9"), ("10-99", "10 and later"),
@@ -119,7 +121,7 @@ class JobChangeList(ChangeList):
 
 
 @admin.register(BatchJob)
-class BatchJobAdmin(ReadOnlyAdmin):
+class BatchJobAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
     """Jobs: what each waits for and why; filters, search by id or identifier, bulk verbs; a page per job."""
 
     list_display = ["job_column", "status_badge", "priority", "ids", "waits_for"]
@@ -236,6 +238,13 @@ class BatchJobAdmin(ReadOnlyAdmin):
         return pretty(obj.history)
 
     # --- the page
+
+    def object_verbs(self, request: HttpRequest, obj: BatchJob, params: Mapping[str, str]) -> list[ObjectVerb]:
+        """The page's buttons (batches.admin.buttons), through the services."""
+        return buttons.job_verbs(obj, request.user)
+
+    def verb_forbidden(self, request: HttpRequest, obj: BatchJob) -> str:
+        return "" if can_modify(request.user, obj) else f"you may not act on {obj.id_text}"
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], add: bool = False, change: bool = False,

@@ -7,6 +7,7 @@ its status history, secrets masked for the reader. Rerunning and ignoring go thr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from coordinators import services
+from coordinators.admin import verbs
 from coordinators.admin.display import pending_words, render_status_history, status_history_table
 from coordinators.admin.filters import ActionStatusFilter, JobFilter, LateFilter
 from coordinators.choices import IllegalTransition
@@ -41,13 +43,14 @@ from kernel.display import (
     time_html,
 )
 from kernel.models import TaskTry
-from kernel.permissions import JobPermissionDenied
+from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
+from kernel.permissions import JobPermissionDenied, can_modify
 from kernel.secrets import Masker
 from workflows.models import WorkflowJob
 
 
 @admin.register(CoordinatorAction)
-class CoordinatorActionAdmin(ReadOnlyAdmin):
+class CoordinatorActionAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
     """Coordinator actions by job and number, filtered by status and job; read-only."""
 
     list_display = [
@@ -80,6 +83,13 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
     ]
 
     actions = ["rerun_actions", "ignore_actions"]
+
+    def object_verbs(self, request: HttpRequest, obj: CoordinatorAction, params: Mapping[str, str]) -> list[ObjectVerb]:
+        """The page's buttons (coordinators.admin.verbs): rerun and ignore, as the action's status allows."""
+        return verbs.action_verbs(obj, request.user)
+
+    def verb_forbidden(self, request: HttpRequest, obj: CoordinatorAction) -> str:
+        return "" if can_modify(request.user, obj.job) else f"you may not act on coordinator job {obj.job_id}"
 
     @admin.action(description="Rerun selected actions (outputs cleaned)", permissions=["change"])
     def rerun_actions(self, request: HttpRequest, queryset: QuerySet[CoordinatorAction]) -> None:

@@ -7,6 +7,7 @@ per job; changing asks for its values on an intermediate page first.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -90,17 +91,21 @@ class ChangeForm(forms.Form):
 
     def value(self) -> str:
         """Oozie's `endtime=...;concurrency=...;pausetime=...` for the filled fields."""
-        data = self.cleaned_data
-        parts = []
-        if data.get("endtime"):
-            parts.append(f"endtime={data['endtime'].strip()}")
-        if data.get("concurrency") is not None:
-            parts.append(f"concurrency={data['concurrency']}")
-        if data.get("pausetime"):
-            parts.append(f"pausetime={data['pausetime'].strip()}")
-        elif data.get("clear_pausetime"):
-            parts.append("pausetime=")
-        return ";".join(parts)
+        return change_value(self.cleaned_data)
+
+
+def change_value(data: Mapping[str, Any]) -> str:
+    """Oozie's `endtime=...;concurrency=...;pausetime=...` for the filled fields of a ChangeForm's data."""
+    parts = []
+    if data.get("endtime"):
+        parts.append(f"endtime={data['endtime'].strip()}")
+    if data.get("concurrency") is not None:
+        parts.append(f"concurrency={data['concurrency']}")
+    if data.get("pausetime"):
+        parts.append(f"pausetime={data['pausetime'].strip()}")
+    elif data.get("clear_pausetime"):
+        parts.append("pausetime=")
+    return ";".join(parts)
 
 
 def change_jobs(

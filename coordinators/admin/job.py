@@ -8,7 +8,7 @@ and transition rules are checked in one place.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.contrib import admin
@@ -19,7 +19,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from coordinators import services
-from coordinators.admin import bulk, gantt, grid, timeline
+from coordinators.admin import bulk, gantt, grid, timeline, verbs
 from coordinators.admin.display import pending_words, render_status_history, status_history_table
 from coordinators.admin.filters import JobStatusFilter
 from coordinators.choices import ActionStatus
@@ -40,7 +40,8 @@ from kernel.display import (
     status_words,
     time_html,
 )
-from kernel.permissions import JobPermissionDenied
+from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
+from kernel.permissions import JobPermissionDenied, can_modify
 from operations.admin_verbs import SelectionVerbs
 
 
@@ -56,7 +57,7 @@ def _verb_action(verb: str, description: str) -> Callable[..., None]:
 
 
 @admin.register(CoordinatorJob)
-class CoordinatorJobAdmin(SelectionVerbs, ReadOnlyAdmin):
+class CoordinatorJobAdmin(ObjectVerbsAdmin, SelectionVerbs, ReadOnlyAdmin):
     """Coordinator jobs: filters, search, a summary of their actions and SLA, a timeline; control by bulk actions."""
 
     bulk_kind, noun = "coordinator", "job"
@@ -101,6 +102,13 @@ class CoordinatorJobAdmin(SelectionVerbs, ReadOnlyAdmin):
         "last_action_number", "next_materialize_at", "done_materializing", "created_at", "last_modified",
         "actions_summary", "sla_summary", "configuration_pretty", "definition_pretty", "status_history",
     ]
+
+    def object_verbs(self, request: HttpRequest, obj: CoordinatorJob, params: Mapping[str, str]) -> list[ObjectVerb]:
+        """The page's buttons (coordinators.admin.verbs): what the job's status allows, through the services."""
+        return verbs.job_verbs(obj, request.user)
+
+    def verb_forbidden(self, request: HttpRequest, obj: CoordinatorJob) -> str:
+        return "" if can_modify(request.user, obj) else f"you may not act on coordinator job {obj.pk}"
 
     def apply_verb(self, request: HttpRequest, object_id: str, verb: str) -> None:
         """One job's verb through the coordinator services, as the API and CLI call them."""

@@ -11,9 +11,12 @@ from __future__ import annotations
 from workflows.commands.base import WorkflowCommand
 from workflows.commands.control import WfKillXCommand, WfResumeXCommand, WfSuspendXCommand
 from workflows.commands.lifecycle import WfRerunXCommand, WfStartXCommand
+from workflows.commands.nodes import WfNodeClearXCommand, WfNodeMarkXCommand
 
 __all__ = [
     "WfKillXCommand",
+    "WfNodeClearXCommand",
+    "WfNodeMarkXCommand",
     "WfRerunXCommand",
     "WfResumeXCommand",
     "WfStartXCommand",
