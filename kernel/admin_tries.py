@@ -59,9 +59,16 @@ def _row(row: TaskTry, *, names: bool) -> SafeString:
         '<td class="nowrap">{}</td><td class="nowrap">{}</td><td>{}</td><td><a href="{}" download>download</a></td></tr>{}',
         row.pk, format_html("<td>{}</td>", row.name) if names else "", row.run, row.attempt, status_label(row.status),
         row.worker or "-", compact_time(row.started_at, seconds=True), compact_time(row.ended_at, seconds=True),
-        (f"{row.error_code}: {row.error_message}" if row.error_code else row.error_message)[:300] or "-",
+        _error(row)[:300] or "-",
         download, details,
     )
+
+
+def _error(row: TaskTry) -> str:
+    """`code: message`, the code once (a message often starts with its exception's name)."""
+    if not row.error_code or row.error_message.startswith(row.error_code):
+        return row.error_message
+    return f"{row.error_code}: {row.error_message}"
 
 
 def as_text(row: TaskTry) -> str:
@@ -72,7 +79,7 @@ def as_text(row: TaskTry) -> str:
         f"ended {row.ended_at.isoformat()}",
     ]
     if row.error_message:
-        lines.append(f"error {row.error_code}: {row.error_message}")
+        lines.append(f"error {_error(row)}")
     if row.traceback:
         lines += ["", "--- traceback ---", row.traceback.rstrip("\n")]
     if row.log:

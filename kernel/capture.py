@@ -2,7 +2,7 @@
 
 A worker wraps each try (a workflow node's run, a batch job's stage, a command's attempt) in
 `capturing()`. While it runs, the records its thread logs (at TRY_LOG_LEVEL and above, any
-logger) and what it writes to stdout and stderr (`print`, Celery's redirected output) go to a
+logger) and what it prints (stdout; in a worker, Celery's redirected stdout and stderr) go to a
 bounded buffer: past TRY_LOG_MAX_CHARS the head is dropped and the cut is said in the text.
 An error's traceback is noted whole (`note_exception`, tail kept past TRY_TRACEBACK_MAX_CHARS).
 No models here: the worker's logging set-up (project.celery) installs the router before Django
@@ -175,12 +175,11 @@ def install(*, lower_root_level: bool = False) -> None:
 
 
 def _wrap_streams() -> None:
-    """Output to the capture too, unless it goes to logging already (a Celery worker's redirected
-    stdout and stderr: the router keeps their records, once)."""
+    """What is printed goes to the capture too, unless it goes to logging already (a Celery worker's
+    redirected stdout: the router keeps its records, once). Not stderr: log handlers write there,
+    and their records are kept by the router already."""
     if not isinstance(sys.stdout, _Stream) and not _logs(sys.stdout):
         sys.stdout = _Stream(sys.stdout)  # type: ignore[assignment]
-    if not isinstance(sys.stderr, _Stream) and not _logs(sys.stderr):
-        sys.stderr = _Stream(sys.stderr)  # type: ignore[assignment]
 
 
 def _logs(stream: Any) -> bool:
