@@ -99,6 +99,7 @@ class Timeline:
     rows: list[dict[str, Any]]
     statuses: list[dict[str, str]]
     range: timegrid.RangeControls
+    tick_lines: str
     error: str = ""
 
 
@@ -126,7 +127,8 @@ def shared_timeline(actions: list[BundleAction], params: Mapping[str, str], now:
         rows.append({"name": bundle_action.coord_name, "cells": timegrid.squares_html(squares, axis, "action"),
                      "empty": not squares})
     controls = timegrid.range_controls(window, axis, earliest, latest, {}, anchor="bundle-timeline", error=error)
-    return Timeline(axis, timegrid.axis_ticks(axis.start, axis.end), rows, timegrid.legend(seen), controls, error)
+    ticks = timegrid.axis_ticks(axis.start, axis.end)
+    return Timeline(axis, ticks, rows, timegrid.legend(seen), controls, timegrid.tick_lines(ticks), error)
 
 
 def bundle_summary(bundle: BundleJob) -> list[tuple[str, str]]:

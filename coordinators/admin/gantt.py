@@ -21,6 +21,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from coordinators.admin import timegrid
 from coordinators.admin.pages import check_view, url_maker
@@ -67,6 +69,19 @@ def _segments(action: CoordinatorAction, now: datetime) -> list[tuple[str, datet
     return [(kind, begin, max(begin, end)) for kind, begin, end in segments]
 
 
+def _track_html(segments: list[Segment], nominal: datetime, nominal_left: float | None) -> SafeString:
+    """A row's bars and its nominal-time mark (rendered here: a page draws up to GANTT_MAX_ROWS rows of them)."""
+    bars = format_html_join(
+        "", '<span class="seg {}" title="{}" style="left:{}%;width:{}%{}"></span>',
+        ((f"{s.kind} {s.cut}".strip(), s.title, s.left, s.width, f";background:{s.colour}" if s.colour else "")
+         for s in segments),
+    )
+    if nominal_left is None:
+        return bars
+    return format_html('{}<span class="nominal" title="nominal time {}" style="left:{}%"></span>',
+                       bars, compact_time(nominal), nominal_left)
+
+
 def _overlapping(window: Window) -> Q:
     """Actions alive during the window: created before its end, and not ended before its start."""
     still = Q(ended_at__isnull=True) & (
@@ -108,6 +123,7 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
     def pct(moment: datetime) -> float:
         return round(min(100.0, max(0.0, 100 * (moment - t0).total_seconds() / span)), 3)
 
+    ticks = timegrid.axis_ticks(t0, t1)
     action_url = url_maker("admin:coordinators_coordinatoraction_change")
     rows, waits, runs = [], [], []
     words = {"wait": "waited", "launch": "launching", "run": "ran"}
@@ -129,9 +145,9 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
         missing = action.missing_dependencies if action.status == ActionStatus.WAITING else []
         rows.append({
             "action": action, "url": f"{action_url(action.pk)}#tries", "label": status_label(action.status),
-            "segments": segments, "wait": human_duration(durations.get("wait")),
+            "track": _track_html(segments, action.nominal_time, pct(action.nominal_time) if t0 <= action.nominal_time <= t1 else None),
+            "wait": human_duration(durations.get("wait")),
             "run": human_duration(durations.get("run")) if "run" in durations else "-",
-            "nominal_left": pct(action.nominal_time) if t0 <= action.nominal_time <= t1 else None,
             "missing": len(missing) if isinstance(missing, list) else 0,
         })
     context = {
@@ -149,7 +165,8 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
         "rows": rows,
         "total": total,
         "capped": total > len(rows),
-        "ticks": timegrid.axis_ticks(t0, t1),
+        "ticks": ticks,
+        "tick_lines": timegrid.tick_lines(ticks),
         "t0": t0,
         "t1": t1,
         "median_wait": human_duration(statistics.median(waits)) if waits else "-",

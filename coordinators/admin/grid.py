@@ -78,18 +78,21 @@ def grid_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest) -> H
             seen.update(status for bucket in by_bucket.values() for status in bucket.counts)
     params = {"status": status, "q": query}
     controls = timegrid.range_controls(window, axis, earliest, latest, params, error=error)
+    ticks = timegrid.axis_ticks(axis.start, axis.end)
     paging = {**params, "from": controls.from_value, "to": controls.to_value}
     context = {
         **modeladmin.admin_site.each_context(request),
         "opts": CoordinatorJob._meta,
         "title": "Coordinator grid",
+        "is_nav_sidebar_enabled": False,  # the time axis takes the whole width
         "rows": rows,
         "page": page,
         "status": status,
         "query": query,
         "range": controls,
         "axis": axis,
-        "ticks": timegrid.axis_ticks(axis.start, axis.end),
+        "ticks": ticks,
+        "tick_lines": timegrid.tick_lines(ticks),
         "previous_url": _page_link(paging, page.previous_page_number()) if page.has_previous() else "",
         "next_url": _page_link(paging, page.next_page_number()) if page.has_next() else "",
         "statuses": [{"value": s, "words": status_words(s)} for s in JobStatus.values],

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db.models import Case, Count, F, IntegerField, Max, Min, Value, When
+from django.db.models import Case, Count, F, Func, IntegerField, Max, Min, Value, When
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -33,10 +33,13 @@ from kernel.display import compact_time, human_duration, status_colour, status_w
 from kernel.time_axis import (
     EARLIEST,
     MAX_COLUMNS,
+    MINUTE,
     Axis,
     RangeError,
     Window,
     by_severity,
+    ceil_to,
+    floor_to,
     make_axis,
     navigation,
     tick_format,
@@ -89,7 +92,9 @@ def requested_window(params: Mapping[str, str], default: Window) -> Window:
 def default_window(latest: datetime | None, steps: Sequence[timedelta], now: datetime) -> Window:
     """The range a page opens on: DEFAULT_COLUMNS nominal times of the median job, up to the newest one (or now)."""
     step = statistics.median_low(sorted(steps)) if steps else timedelta(hours=1)
-    return Window.ending(latest or now, DEFAULT_COLUMNS * step)
+    window = Window.ending(latest or now, DEFAULT_COLUMNS * step)
+    # Whole minutes, as the from/to inputs write them: the axis drawn is the range the inputs show.
+    return Window(floor_to(window.begin, MINUTE), ceil_to(window.end, MINUTE))
 
 
 def _input_value(moment: datetime, *, up: bool) -> str:
@@ -156,16 +161,55 @@ def axis_ticks(start: datetime, end: datetime, max_ticks: int = 8) -> list[dict[
     return ticks
 
 
+def tick_lines(ticks: Sequence[Mapping[str, Any]]) -> str:
+    """A CSS background drawing a hairline under each tick across a track (one rule for every row of a page)."""
+    line = "linear-gradient(var(--hairline-color),var(--hairline-color))"
+    return ",".join(f"{line} {tick['left']}% 0/1px 100% no-repeat" for tick in ticks) or "none"
+
+
 # --- the squares --------------------------------------------------------------------------------
 
 
-def bucket_of(path: str, axis: Axis) -> Case:
-    """The bucket index of `path` (a datetime field) as an SQL CASE over the axis' boundaries (-1 outside)."""
-    bounds = axis.boundaries()[1:]
-    return Case(
-        *[When(**{f"{path}__lt": bound}, then=Value(i)) for i, bound in enumerate(bounds)],
-        default=Value(-1), output_field=IntegerField(),
-    )
+class BucketIndex(Func):
+    """The bucket of a datetime column on an axis, computed in SQL: floor((moment - start) / step).
+
+    Arithmetic on SQLite (seconds since the epoch) and PostgreSQL (EXTRACT(EPOCH ...)): a
+    constant cost per row; elsewhere a CASE over the axis' boundaries. Rows must be filtered to
+    the axis first (start <= moment < end): the index of a moment before the start is not
+    defined.
+    """
+
+    output_field = IntegerField()
+
+    def __init__(self, path: str, axis: Axis) -> None:
+        super().__init__(F(path))
+        self.path, self.axis = path, axis
+
+    def _seconds(self) -> tuple[int, int]:
+        return int(self.axis.start.timestamp()), int(self.axis.step.total_seconds())
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        sql, params = compiler.compile(self.source_expressions[0])
+        start, step = self._seconds()
+        return f"((CAST(strftime('%%s', {sql}) AS INTEGER) - %s) / %s)", [*params, start, step]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = compiler.compile(self.source_expressions[0])
+        start, step = self._seconds()
+        return f"CAST(FLOOR((EXTRACT(EPOCH FROM {sql}) - %s) / %s) AS INTEGER)", [*params, start, step]
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        path, bounds = self.path, self.axis.boundaries()[1:]
+        case = Case(
+            *[When(**{f"{path}__lt": bound}, then=Value(i)) for i, bound in enumerate(bounds)],
+            default=Value(-1), output_field=IntegerField(),
+        )
+        return compiler.compile(case.resolve_expression(compiler.query))  # type: ignore[no-any-return]
+
+
+def bucket_of(path: str, axis: Axis) -> BucketIndex:
+    """The bucket index of `path` (a datetime field) on the axis, as an SQL expression."""
+    return BucketIndex(path, axis)
 
 
 @dataclass
