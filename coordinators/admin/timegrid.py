@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from django.db.models import Case, Count, F, Func, IntegerField, Max, Min, Value, When
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 from django.utils.text import slugify
 
@@ -396,11 +396,6 @@ def legend(statuses: Iterable[str]) -> list[dict[str, str]]:
 def grid_axis(window: Window) -> Axis:
     """The axis a range is drawn on: at most MAX_COLUMNS buckets."""
     return make_axis(window.begin, window.end, MAX_COLUMNS)
-
-
-def empty_label() -> SafeString:
-    """What a row with no square in the range says."""
-    return format_html('<span class="quiet">{}</span>', "no action in this range")
 
 
 def window_or_error(params: Mapping[str, str], default: Window) -> tuple[Window, str]:
