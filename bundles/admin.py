@@ -1,11 +1,11 @@
 """Operator views of bundles: a list with filters and bulk verbs, and a read-only page per bundle.
 
 A bundle's page shows its fields, each coordinator with its status and progress, and a shared
-timeline of the coordinators' actions (rows: coordinators; columns: nominal times, the most
-recent first, paged back). Nothing here edits a status: the bulk verbs call `bundles.services`
+timeline of the coordinators' actions (rows: coordinators; nominal time across, on the one time
+axis of the coordinator grid, with its range controls). Nothing here edits a status: the bulk verbs call `bundles.services`
 as the operator, so permissions (owner, ACL, job admins) and status rules are checked where the
 API and the CLI check them. The page costs a fixed number of queries however many coordinators
-the bundle has: one for the coordinators, one for their progress, two for the timeline.
+the bundle has: one for the coordinators, one for their progress, three for the timeline.
 """
 
 from __future__ import annotations
@@ -29,18 +29,16 @@ from bundles import services
 from bundles.admin_verbs import bundle_verbs
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
 from bundles.models import BundleAction, BundleJob
+from coordinators.admin import timegrid
 from coordinators.choices import ActionStatus
-from coordinators.models import CoordinatorAction
+from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.admin_kit import ReadOnlyAdmin, pretty, remember_reader, shown
 from kernel.display import status_colour, status_label
 from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
 from kernel.permissions import JobPermissionDenied, can_modify
 from kernel.secrets import Masker, masker
+from kernel.time_axis import Axis, frequency_step
 from operations.admin_verbs import SelectionVerbs
-
-TIMELINE_COLUMNS = 48
-MAX_TIMELINE_PAGE = 100_000  # a larger ?timeline= would overflow the database's OFFSET
-EMPTY_TITLE = "no action at this nominal time"
 
 
 def status_badge(status: str) -> str:
@@ -96,56 +94,43 @@ def coordinator_progress(job_ids: Iterable[str]) -> dict[str, Progress]:
 
 @dataclass(frozen=True)
 class Timeline:
-    """The shared timeline: nominal times (oldest first), one row of cells per coordinator, paging."""
+    """The shared timeline: one axis (the range asked for), one row of squares per coordinator, the range controls."""
 
-    columns: list[datetime]
+    axis: Axis
+    ticks: list[dict[str, Any]]
     rows: list[dict[str, Any]]
     statuses: list[dict[str, str]]
-    page: int
-    has_older: bool
+    range: timegrid.RangeControls
+    tick_lines: str
+    error: str = ""
 
 
-def shared_timeline(actions: list[BundleAction], page: int, width: int = TIMELINE_COLUMNS) -> Timeline:
-    """The `page`th window (1: the newest) of `width` nominal times among the coordinators' actions, as a grid.
+def shared_timeline(actions: list[BundleAction], params: Mapping[str, str], now: datetime) -> Timeline:
+    """The coordinators' actions on one time axis (coordinators.admin.timegrid): nominal time across, a row each.
 
-    Two queries: the window's distinct nominal times (one more than shown, to know whether
-    there are older ones), then the actions inside it.
+    Three queries: the jobs' frequencies and first and last nominal times, and their actions
+    counted by bucket and status.
     """
     job_ids = [a.coord_job_id for a in actions if a.coord_job_id]
-    newest_first = list(
-        CoordinatorAction.objects.filter(job_id__in=job_ids).order_by("-nominal_time")
-        .values_list("nominal_time", flat=True).distinct()[(page - 1) * width:page * width + 1]
-    ) if job_ids else []
-    has_older = len(newest_first) > width
-    columns = sorted(newest_first[:width])
-    cells: dict[tuple[str, datetime], CoordinatorAction] = {}
-    if columns:
-        window = CoordinatorAction.objects.filter(
-            job_id__in=job_ids, nominal_time__gte=columns[0], nominal_time__lte=columns[-1]
-        ).only("id", "job_id", "number", "status", "nominal_time", "started_at", "ended_at")
-        cells = {(a.job_id, a.nominal_time): a for a in window}
+    jobs = {pk: (frequency, unit) for pk, frequency, unit in
+            CoordinatorJob.objects.filter(pk__in=job_ids).values_list("pk", "frequency", "time_unit")}
+    earliest, latest = timegrid.bounds(job_ids)
+    default = timegrid.default_window(latest, [frequency_step(*freq) for freq in jobs.values()], now)
+    window, error = timegrid.window_or_error(params, default)
+    axis = timegrid.grid_axis(window)
+    buckets = timegrid.action_buckets(job_ids, axis)
+    links = timegrid.Links()
     seen: set[str] = set()
     rows = []
     for bundle_action in actions:
-        row = []
-        for nominal in columns:
-            action = cells.get((bundle_action.coord_job_id or "", nominal))
-            if action is None:
-                row.append({"empty": True, "title": f"{when(nominal)}: {EMPTY_TITLE}"})
-                continue
-            seen.add(action.status)
-            row.append({
-                "colour": status_colour(action.status),
-                "status": action.status,
-                "url": reverse("admin:coordinators_coordinatoraction_change", args=[quote(action.pk)]),
-                "title": (
-                    f"{action.pk} · {action.status} · nominal {when(action.nominal_time)}"
-                    f" · started {when(action.started_at)} · ended {when(action.ended_at)}"
-                ),
-            })
-        rows.append({"name": bundle_action.coord_name, "cells": row})
-    statuses = [{"status": s, "colour": status_colour(s)} for s in ActionStatus.values if s in seen]
-    return Timeline(columns, rows, statuses, page, has_older)
+        job_id = bundle_action.coord_job_id or ""
+        squares = timegrid.action_squares(bundle_action.coord_name, job_id, buckets.get(job_id, {}), axis, links)
+        seen.update(square.status for square in squares)
+        rows.append({"name": bundle_action.coord_name, "cells": timegrid.squares_html(squares, axis, "action"),
+                     "empty": not squares})
+    controls = timegrid.range_controls(window, axis, earliest, latest, {}, anchor="bundle-timeline", error=error)
+    ticks = timegrid.axis_ticks(axis.start, axis.end)
+    return Timeline(axis, ticks, rows, timegrid.legend(seen), controls, timegrid.tick_lines(ticks), error)
 
 
 def bundle_summary(bundle: BundleJob) -> list[tuple[str, str]]:
@@ -341,12 +326,13 @@ class BundleJobAdmin(ObjectVerbsAdmin, SelectionVerbs, ReadOnlyAdmin):
         """The read-only page: a summary of the fields, the coordinators and the shared timeline of their actions."""
         if obj is not None:
             actions = list(obj.actions.order_by("coord_name"))  # the mirrored status: no join to the jobs
-            try:
-                page = min(max(1, int(request.GET.get("timeline", "1"))), MAX_TIMELINE_PAGE)
-            except ValueError:
-                page = 1
+            timeline = shared_timeline(actions, request.GET, timezone.now())
             context.update(
                 summary=bundle_summary(obj), coordinators=coordinator_rows(actions, shown(obj, obj.configuration)),
-                timeline=shared_timeline(actions, page),
+                timeline=timeline, range_form_outside=True,
             )
+            if timeline.error:  # a range that cannot be drawn: said on the page, the default one drawn
+                response = super().render_change_form(request, context, add, change, form_url, obj)
+                response.status_code = 400
+                return response
         return super().render_change_form(request, context, add, change, form_url, obj)

@@ -1,26 +1,30 @@
-"""A coordinator job's Gantt view: one page of its actions on a time axis, how long each waited and ran.
+"""A coordinator job's Gantt view: its actions alive during a range, on that range's one axis; how long each waited and ran.
 
 Each action is drawn as up to three stretches: waiting (created → submitted), launching
-(submitted → started) and running (started → ended), as far as it went; the page reads one
-page of the job's actions.
+(submitted → started) and running (started → ended), as far as it went, cut at the axis'
+ends. The range is chosen with the same controls as the grid's (coordinators.admin.timegrid):
+wall-clock time here, the axis is exactly the range shown. A range with more than
+GANTT_MAX_ROWS actions shows the newest of them and says so (narrow the range for the others).
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 from django.contrib.admin import ModelAdmin
 from django.contrib.admin.utils import quote, unquote
-from django.core.paginator import Paginator
+from django.db.models import Count, Max, Min, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
+from coordinators.admin import timegrid
 from coordinators.admin.pages import check_view, url_maker
 from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
@@ -31,8 +35,9 @@ from kernel.display import (
     status_colour,
     status_label,
 )
+from kernel.time_axis import Window, frequency_step
 
-GANTT_PAGE = 50
+GANTT_MAX_ROWS = 200
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class Segment:
     width: float
     colour: str
     title: str
+    cut: str = ""  # "cut-left", "cut-right": the stretch goes on beyond the axis
 
 
 def _segments(action: CoordinatorAction, now: datetime) -> list[tuple[str, datetime, datetime]]:
@@ -63,46 +69,74 @@ def _segments(action: CoordinatorAction, now: datetime) -> list[tuple[str, datet
     return [(kind, begin, max(begin, end)) for kind, begin, end in segments]
 
 
-def _ticks(t0: datetime, span: float, count: int = 6) -> list[dict[str, Any]]:
-    """Evenly spaced labels on the axis; with seconds when the whole span is under an hour."""
-    fmt = "%H:%M:%S" if span < 3600 else ("%H:%M" if span < 86400 else "%m-%d %H:%M")
-    return [
-        {"left": round(100 * i / (count - 1), 3),
-         "label": timezone.localtime(t0 + timedelta(seconds=span * i / (count - 1))).strftime(fmt)}
-        for i in range(count)
-    ]
+def _track_html(segments: list[Segment], nominal: datetime, nominal_left: float | None) -> SafeString:
+    """A row's bars and its nominal-time mark (rendered here: a page draws up to GANTT_MAX_ROWS rows of them)."""
+    bars = format_html_join(
+        "", '<span class="seg {}" title="{}" style="left:{}%;width:{}%{}"></span>',
+        ((f"{s.kind} {s.cut}".strip(), s.title, s.left, s.width, f";background:{s.colour}" if s.colour else "")
+         for s in segments),
+    )
+    if nominal_left is None:
+        return bars
+    return format_html('{}<span class="nominal" title="nominal time {}" style="left:{}%"></span>',
+                       bars, compact_time(nominal), nominal_left)
+
+
+def _overlapping(window: Window) -> Q:
+    """Actions alive during the window: created before its end, and not ended before its start."""
+    still = Q(ended_at__isnull=True) & (
+        Q(status__in=sorted({*ACTION_PENDING, *ACTION_ACTIVE})) | Q(last_modified__gte=window.begin)
+    )
+    return Q(created_time__lt=window.end) & (Q(ended_at__gte=window.begin) | still)
+
+
+def _job_span(job: CoordinatorJob, now: datetime) -> tuple[datetime | None, datetime | None]:
+    """The first moment any action of the job existed and the last it did anything (now while one is alive)."""
+    found = job.actions.aggregate(
+        first=Min("created_time"), created=Max("created_time"), ended=Max("ended_at"),
+        alive=Count("pk", filter=Q(status__in=sorted({*ACTION_PENDING, *ACTION_ACTIVE}))),
+    )
+    if found["first"] is None:
+        return None, None
+    if found["alive"]:
+        return found["first"], now
+    return found["first"], max(moment for moment in (found["created"], found["ended"]) if moment is not None)
 
 
 def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, object_id: str) -> HttpResponse:
-    """One page of a job's actions on a time axis: how long each waited (inputs, throttle) and ran."""
+    """A job's actions alive during the range shown, on that range's one axis: how long each waited and ran."""
     job = get_object_or_404(CoordinatorJob.objects.select_related("owner"), pk=unquote(object_id))
     check_view(modeladmin, request, job)
-    actions = job.actions.only(
+    now = timezone.now()
+    earliest, latest = _job_span(job, now)
+    default = timegrid.default_window(latest, [frequency_step(job.frequency, job.time_unit)], now)
+    window, error = timegrid.window_or_error(request.GET, default)
+    alive = job.actions.filter(_overlapping(window))
+    total = alive.count()
+    items = sorted(alive.only(
         "id", "job_id", "number", "nominal_time", "status", "created_time", "submitted_at", "started_at", "ended_at",
         "last_modified", "run_count", "missing_dependencies",
-    ).order_by("-number")
-    page = Paginator(actions, GANTT_PAGE).get_page(request.GET.get("p"))
-    items = sorted(page.object_list, key=lambda a: a.number)
-    now = timezone.now()
-    spans = {a.pk: _segments(a, now) for a in items}
-    moments = [moment for segments in spans.values() for _, begin, end in segments for moment in (begin, end)]
-    t0, t1 = (min(moments), max(moments)) if moments else (now, now)
-    span = max((t1 - t0).total_seconds(), 1.0)
+    ).order_by("-number")[:GANTT_MAX_ROWS], key=lambda a: a.number)
+    t0, t1 = window.begin, window.end
+    span = (t1 - t0).total_seconds()
 
     def pct(moment: datetime) -> float:
-        return round(100 * (moment - t0).total_seconds() / span, 3)
+        return round(min(100.0, max(0.0, 100 * (moment - t0).total_seconds() / span)), 3)
 
+    ticks = timegrid.axis_ticks(t0, t1)
     action_url = url_maker("admin:coordinators_coordinatoraction_change")
     rows, waits, runs = [], [], []
     words = {"wait": "waited", "launch": "launching", "run": "ran"}
     for action in items:
-        durations = {kind: end - begin for kind, begin, end in spans[action.pk]}
+        spans = _segments(action, now)
+        durations = {kind: end - begin for kind, begin, end in spans}
         segments = [
             Segment(kind=kind, left=pct(begin), width=max(0.0, pct(end) - pct(begin)),
                     colour=status_colour(action.status) if kind == "run" else "",
                     title=f"#{action.number} {words[kind]} {human_duration(end - begin)}: "
-                          f"{compact_time(begin, seconds=True)} → {compact_time(end, seconds=True)}")
-            for kind, begin, end in spans[action.pk]
+                          f"{compact_time(begin, seconds=True)} → {compact_time(end, seconds=True)}",
+                    cut=("cut-left " if begin < t0 else "") + ("cut-right" if end > t1 else ""))
+            for kind, begin, end in spans if end >= t0 and begin <= t1
         ]
         if "wait" in durations:
             waits.append(durations["wait"].total_seconds())
@@ -110,10 +144,10 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
             runs.append(durations["run"].total_seconds())
         missing = action.missing_dependencies if action.status == ActionStatus.WAITING else []
         rows.append({
-            "action": action, "url": action_url(action.pk), "label": status_label(action.status),
-            "segments": segments, "wait": human_duration(durations.get("wait")),
+            "action": action, "url": f"{action_url(action.pk)}#tries", "label": status_label(action.status),
+            "track": _track_html(segments, action.nominal_time, pct(action.nominal_time) if t0 <= action.nominal_time <= t1 else None),
+            "wait": human_duration(durations.get("wait")),
             "run": human_duration(durations.get("run")) if "run" in durations else "-",
-            "nominal_left": pct(action.nominal_time) if t0 <= action.nominal_time <= t1 else None,
             "missing": len(missing) if isinstance(missing, list) else 0,
         })
     context = {
@@ -127,13 +161,18 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
         "every": frequency_words(job.frequency, job.time_unit),
         "job_url": reverse("admin:coordinators_coordinatorjob_change", args=[quote(job.pk)]),
         "timeline_url": reverse("admin:coordinators_coordinatorjob_timeline", args=[quote(job.pk)]),
-        "page": page,
+        "range": timegrid.range_controls(window, None, earliest, latest, {}, error=error),
         "rows": rows,
-        "ticks": _ticks(t0, span),
+        "total": total,
+        "capped": total > len(rows),
+        "ticks": ticks,
+        "tick_lines": timegrid.tick_lines(ticks),
         "t0": t0,
         "t1": t1,
         "median_wait": human_duration(statistics.median(waits)) if waits else "-",
         "median_run": human_duration(statistics.median(runs)) if runs else "-",
         "longest_run": human_duration(max(runs)) if runs else "-",
     }
-    return TemplateResponse(request, "admin/coordinators/coordinatorjob/gantt.html", context)
+    return TemplateResponse(
+        request, "admin/coordinators/coordinatorjob/gantt.html", context, status=400 if error else 200,
+    )

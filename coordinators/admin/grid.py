@@ -1,62 +1,45 @@
-"""The grid across coordinator jobs: a page of jobs, each with its last N actions coloured by status (Airflow's grid).
+"""The grid across coordinator jobs: a page of jobs on one time axis, nominal time across (Airflow's grid: runs x tasks).
 
-The grid reads one page of jobs and then the last N actions of every job of the page in one
-query: action numbers run 1, 2, 3 ... without gaps per job, so "the last N" is a range of the
-(job, number) unique index, however many actions a job has.
+Each job is a row of squares by nominal time, and each action node of its workflow runs a row
+under it. The axis is the range the operator picks (coordinators.admin.timegrid): the whole
+history is reachable by range, never 60 actions at a time. The page costs a fixed number of
+queries: the page of jobs, their first and last nominal times, the actions by bucket and
+status, the nodes by bucket and status.
 """
 
 from __future__ import annotations
 
-import operator
-from dataclasses import dataclass
-from functools import reduce
-from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.admin import ModelAdmin
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
-from coordinators.admin.pages import check_view, query_int, url_maker
-from coordinators.choices import ActionStatus, JobStatus
-from coordinators.models import CoordinatorAction, CoordinatorJob
-from kernel.display import (
-    compact_time,
-    frequency_words,
-    human_duration,
-    short_job_id,
-    status_colour,
-    status_label,
-    status_words,
-)
+from coordinators.admin import timegrid
+from coordinators.admin.pages import check_view, url_maker
+from coordinators.choices import JobStatus
+from coordinators.models import CoordinatorJob
+from kernel.display import frequency_words, short_job_id, status_label, status_words
+from kernel.time_axis import frequency_step
 
 GRID_JOBS_PER_PAGE = 50
-GRID_COLUMNS = 25
-GRID_MAX_COLUMNS = 60
 
 
-@dataclass(frozen=True)
-class GridCell:
-    """One slot of a grid row: an action (url, colour, title) or an empty slot (no action with that number)."""
-
-    number: int
-    url: str = ""
-    colour: str = ""
-    title: str = ""
-    status: str = ""
+def _page_link(params: dict[str, str], number: int) -> str:
+    """Another page of jobs on the same range and filters."""
+    return "?" + urlencode({**{key: value for key, value in params.items() if value}, "p": number})
 
 
 def grid_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest) -> HttpResponse:
-    """Coordinator jobs, a page at a time, each with its last N actions coloured by status (Airflow's grid)."""
+    """A page of coordinator jobs and their workflow nodes on one time axis, squares coloured by status."""
     check_view(modeladmin, request)
-    columns = query_int(request.GET.get("n"), GRID_COLUMNS, 5, GRID_MAX_COLUMNS)
-    back = query_int(request.GET.get("back"), 0, 0, 10**6)
     status = request.GET.get("status", "")
     query = request.GET.get("q", "").strip()[:200]
     jobs = CoordinatorJob.objects.only(
-        "id", "app_name", "status", "pending", "frequency", "time_unit", "last_action_number", "next_materialize_at",
-        "created_at",
+        "id", "app_name", "status", "pending", "frequency", "time_unit", "last_action_number", "created_at",
     ).order_by("-created_at", "-id")
     if status in JobStatus.values:
         jobs = jobs.filter(status=status)
@@ -66,57 +49,55 @@ def grid_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest) -> H
         jobs = jobs.filter(Q(app_name__icontains=query) | Q(id__startswith=query))
     page = Paginator(jobs, GRID_JOBS_PER_PAGE).get_page(request.GET.get("p"))
     page_jobs = list(page.object_list)
+    ids = [job.pk for job in page_jobs]
 
-    # The slots of each row: numbers (last - back * columns - columns, last - back * columns].
-    windows = {job.pk: job.last_action_number - back * columns for job in page_jobs}
-    ranges = [Q(job_id=pk, number__gt=high - columns, number__lte=high) for pk, high in windows.items() if high > 0]
-    found: dict[tuple[str, int], tuple[Any, ...]] = {}
-    if ranges:
-        rows = CoordinatorAction.objects.filter(reduce(operator.or_, ranges)).values_list(
-            "id", "job_id", "number", "nominal_time", "status", "started_at", "ended_at",
-        )
-        found = {(row[1], row[2]): row for row in rows}
+    earliest, latest = timegrid.bounds(ids)
+    default = timegrid.default_window(
+        latest, [frequency_step(job.frequency, job.time_unit) for job in page_jobs], timezone.now(),
+    )
+    window, error = timegrid.window_or_error(request.GET, default)
+    axis = timegrid.grid_axis(window)
+    actions = timegrid.action_buckets(ids, axis)
+    nodes = timegrid.node_buckets(ids, axis)
 
-    action_url = url_maker("admin:coordinators_coordinatoraction_change")
+    links = timegrid.Links()
     job_url = url_maker("admin:coordinators_coordinatorjob_change")
     gantt_url = url_maker("admin:coordinators_coordinatorjob_gantt")
-    grid_rows = []
+    rows: list[dict[str, object]] = []
+    seen: set[str] = set()
     for job in page_jobs:
-        high = windows[job.pk]
-        cells = []
-        for number in range(high - columns + 1, high + 1):
-            row = found.get((job.pk, number))
-            if row is None:
-                cells.append(GridCell(number=number))
-                continue
-            action_id, _, _, nominal, action_status, started, ended = row
-            ran = f" · ran {human_duration(ended - started)}" if started and ended else ""
-            cells.append(GridCell(
-                number=number, url=action_url(action_id), colour=status_colour(action_status), status=action_status,
-                title=f"{job.app_name} #{number} · {compact_time(nominal)} · {status_words(action_status)}{ran}",
-            ))
-        last = next((found[(job.pk, n)] for n in range(high, high - columns, -1) if (job.pk, n) in found), None)
-        grid_rows.append({
-            "job": job, "cells": cells, "url": job_url(job.pk), "gantt_url": gantt_url(job.pk),
-            "short_id": short_job_id(job.pk), "label": status_label(job.status, pending=job.pending),
-            "every": frequency_words(job.frequency, job.time_unit),
-            "last_nominal": compact_time(last[3]) if last else "-",
+        squares = timegrid.action_squares(job.app_name, job.pk, actions.get(job.pk, {}), axis, links)
+        seen.update(square.status for square in squares)
+        rows.append({
+            "job": job, "url": job_url(job.pk), "gantt_url": gantt_url(job.pk), "short_id": short_job_id(job.pk),
+            "label": status_label(job.status, pending=job.pending), "every": frequency_words(job.frequency, job.time_unit),
+            "cells": timegrid.squares_html(squares, axis, "action"), "empty": not squares,
+            "nodes": timegrid.node_rows(job.pk, nodes.get(job.pk, {}), axis, links),
         })
-    params = {"n": columns, "status": status, "q": query}
+        for by_bucket in nodes.get(job.pk, {}).values():
+            seen.update(status for bucket in by_bucket.values() for status in bucket.counts)
+    params = {"status": status, "q": query}
+    controls = timegrid.range_controls(window, axis, earliest, latest, params, error=error)
+    ticks = timegrid.axis_ticks(axis.start, axis.end)
+    paging = {**params, "from": controls.from_value, "to": controls.to_value}
     context = {
         **modeladmin.admin_site.each_context(request),
         "opts": CoordinatorJob._meta,
         "title": "Coordinator grid",
-        "rows": grid_rows,
+        "is_nav_sidebar_enabled": False,  # the time axis takes the whole width
+        "rows": rows,
         "page": page,
-        "columns": columns,
-        "column_choices": sorted({10, GRID_COLUMNS, 40, GRID_MAX_COLUMNS, columns}),
-        "back": back,
         "status": status,
         "query": query,
-        "params": params,
+        "range": controls,
+        "axis": axis,
+        "ticks": ticks,
+        "tick_lines": timegrid.tick_lines(ticks),
+        "previous_url": _page_link(paging, page.previous_page_number()) if page.has_previous() else "",
+        "next_url": _page_link(paging, page.next_page_number()) if page.has_next() else "",
         "statuses": [{"value": s, "words": status_words(s)} for s in JobStatus.values],
-        "legend": [{"words": status_words(s), "colour": status_colour(s)} for s in ActionStatus.values],
-        "has_older": any(windows[job.pk] - columns > 0 for job in page_jobs),
+        "legend": timegrid.legend(seen),
     }
-    return TemplateResponse(request, "admin/coordinators/coordinatorjob/grid.html", context)
+    return TemplateResponse(
+        request, "admin/coordinators/coordinatorjob/grid.html", context, status=400 if error else 200,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from datetime import timedelta
@@ -16,7 +17,6 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 import bundles.services as services
-from bundles.admin import TIMELINE_COLUMNS
 from bundles.choices import BundleStatus as B
 from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus
@@ -220,22 +220,38 @@ def test_a_coordinator_that_could_not_be_submitted_shows_why(operator: Client, m
     assert len(error) == 1 and "coordinator &#x27;daily&#x27;: &lt;no app&gt;" in error[0]
 
 
-def test_the_shared_timeline_has_a_row_per_coordinator_and_a_cell_per_action(operator: Client, make_bundle: Make) -> None:
-    """Rows are coordinators, columns nominal times; each cell links its action and titles id, status, start and end."""
+def timeline_squares(page: str) -> list[dict[str, Any]]:
+    """The squares of the bundle's timeline: status, count, bucket, link and title of each."""
+    return [
+        {"href": html.unescape(href), "title": html.unescape(title), "status": status, "count": int(count),
+         "bucket": int(bucket)}
+        for href, title, status, count, bucket in re.findall(
+            r'<a class="tg-cell action" href="([^"]*)" title="([^"]*)" aria-label="[^"]*" data-status="(\w+)" '
+            r'data-count="(\d+)" data-bucket="(\d+)"', page)
+    ]
+
+
+def test_the_shared_timeline_has_a_row_per_coordinator_on_one_time_axis(operator: Client, make_bundle: Make) -> None:
+    """Rows are coordinators, nominal time across on one axis; every action of the range is counted in one square,
+    and a square of one action links its page at its tries, titled with the coordinator, number, time and status."""
     bundle = make_bundle({"hourly": "examples.noop", "daily": "examples.noop", "weekly": "examples.noop"})
     actions = CoordinatorAction.objects.filter(job__bundle_id=bundle.pk)
     page = operator.get(page_of(bundle)).content.decode()
     assert page.count('<tr class="timeline-coordinator">') == 3
-    assert page.count('class="timeline-cell"') == actions.count()
+    found = timeline_squares(page)
+    assert sum(s["count"] for s in found) == actions.count()
     action = actions.order_by("nominal_time").first()
     assert action is not None
-    title = f"{action.pk} · {action.status} · nominal {action.nominal_time:%Y-%m-%d %H:%M} · started"
-    assert title in page
-    assert f'href="/admin/coordinators/coordinatoraction/{quote(action.pk)}/change/"' in page
+    single = [s for s in found if s["count"] == 1]
+    assert single and all(s["href"].endswith("/change/#tries") for s in single)
+    title = f"#{action.number} · {action.nominal_time:%Y-%m-%d %H:%M} · "
+    assert any(title in s["title"] for s in found) or any(s["count"] > 1 for s in found)
+    assert 'id="range-form"' in page and page.index('id="range-form"') > page.index("</form>")  # not nested
 
 
-def test_the_timeline_shows_the_newest_nominal_times_and_pages_back(operator: Client, make_bundle: Make) -> None:
-    """At most TIMELINE_COLUMNS nominal times a page, newest first; 'older' pages back; coordinators without one get a gap."""
+def test_the_timeline_range_reaches_older_actions_and_refuses_a_bad_one(operator: Client, make_bundle: Make) -> None:
+    """The timeline opens on the newest nominal times; "first" reaches the oldest action; "all" counts every action;
+    coordinators without an action in a range show an empty row; a bad range is a 400 that says why."""
     bundle = make_bundle()
     hourly = CoordinatorJob.objects.get(bundle_id=bundle.pk, app_name="hourly")
     first = hourly.actions.order_by("nominal_time").first()
@@ -243,21 +259,25 @@ def test_the_timeline_shows_the_newest_nominal_times_and_pages_back(operator: Cl
     CoordinatorAction.objects.bulk_create(
         CoordinatorAction(
             id=CoordinatorAction.action_id(hourly.pk, 1000 + n), job=hourly, number=1000 + n,
-            nominal_time=first.nominal_time - timedelta(hours=n), status=ActionStatus.FAILED,
+            nominal_time=first.nominal_time - timedelta(days=30, hours=n), status=ActionStatus.FAILED,
         )
         for n in range(1, 61)
     )
-    columns = CoordinatorAction.objects.filter(job__bundle_id=bundle.pk).values("nominal_time").distinct().count()
+    total = CoordinatorAction.objects.filter(job__bundle_id=bundle.pk).count()
     newest = operator.get(page_of(bundle)).content.decode()
-    assert newest.count('<th class="time"') == TIMELINE_COLUMNS
-    assert "?timeline=2#bundle-timeline" in newest and "newer" not in newest
-    older = operator.get(page_of(bundle), {"timeline": 2}).content.decode()
-    assert older.count('<th class="time"') == min(TIMELINE_COLUMNS, columns - TIMELINE_COLUMNS)
-    assert "FAILED" in older and "?timeline=1#bundle-timeline" in older
-    assert 'class="empty"' in older  # daily has no action at hourly's old nominal times
-    assert "No older actions" in operator.get(page_of(bundle), {"timeline": 99}).content.decode()
-    for hostile in ("x", "-3", "9" * 40):
-        assert operator.get(page_of(bundle), {"timeline": hostile}).status_code == 200, hostile
+    assert "FAILED" not in {s["status"] for s in timeline_squares(newest)}
+    links = dict(re.findall(r'<a href="([^"]*)" id="range-(first|all)"', newest))
+    assert all(link.endswith("#bundle-timeline") for link in links)
+    by_name = {name: html.unescape(link) for link, name in links.items()}
+    oldest = operator.get(page_of(bundle) + by_name["first"]).content.decode()
+    assert "FAILED" in {s["status"] for s in timeline_squares(oldest)}
+    assert "no action in this range" in oldest  # daily has no action a month back
+    whole = operator.get(page_of(bundle) + by_name["all"]).content.decode()
+    assert sum(s["count"] for s in timeline_squares(whole)) == total
+    for hostile in ({"from": "x"}, {"from": "2026-01-02", "to": "2026-01-01"}, {"to": "9" * 40}):
+        response = operator.get(page_of(bundle), hostile)
+        assert response.status_code == 400, hostile
+        assert 'id="range-error"' in response.content.decode()
 
 
 def test_a_bundle_page_costs_the_same_queries_for_3_or_50_coordinators(operator: Client, make_bundle: Make) -> None:

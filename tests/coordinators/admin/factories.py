@@ -11,6 +11,7 @@ from django.utils import timezone
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from datasets.timeline import format_datetime
+from workflows.models import WorkflowJob, WorkflowNode
 
 A = ActionStatus
 #: The status of action n (1-based) of a grid job: mostly succeeded, a few errors, the newest still going.
@@ -79,3 +80,31 @@ def make_jobs(
             ))
     CoordinatorAction.objects.bulk_create(rows, batch_size=2000)
     return jobs
+
+
+#: The status of a workflow node in a run whose action has the given status (the first node always succeeded).
+NODE_STATUS: dict[str, tuple[str, str]] = {A.SUCCEEDED: ("OK", "OK"), A.FAILED: ("OK", "ERROR"), A.KILLED: ("OK", "KILLED"),
+               A.RUNNING: ("OK", "RUNNING")}
+
+
+def add_workflow_runs(job: CoordinatorJob, nodes: Sequence[str] = ("extract", "load")) -> list[WorkflowJob]:
+    """A workflow run (a workflow application: start, its action nodes, end) for every launched action of `job`."""
+    runs, rows = [], []
+    for action in job.actions.exclude(status__in=[A.WAITING, A.TIMEDOUT]).order_by("number"):
+        run = WorkflowJob(
+            id=f"{job.pk.split('-')[0]}-{action.number:06d}-W", app_name=f"{job.app_name}-wf", app_path="file:///apps/wf",
+            owner_id=job.owner_id, coord_action=action, run=action.run_count, nominal_time=action.nominal_time,
+            status="SUCCEEDED", created_at=action.started_at or action.created_time,
+        )
+        runs.append(run)
+        rows.append(WorkflowNode(id=f"{run.id}@:start:", workflow=run, name=":start:", type=":START:", status="OK"))
+        statuses = NODE_STATUS.get(action.status, ("OK", "OK"))
+        for i, name in enumerate(nodes):
+            rows.append(WorkflowNode(
+                id=f"{run.id}@{name}", workflow=run, name=name, status=statuses[min(i, len(statuses) - 1)],
+                task_name="examples.noop", queue="default", task_id=f"t-{run.id}-{name}",
+                started_at=(action.started_at or action.created_time) + timedelta(seconds=i),
+            ))
+    WorkflowJob.objects.bulk_create(runs)
+    WorkflowNode.objects.bulk_create(rows)
+    return runs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
+from coordinators.admin.gantt import GANTT_MAX_ROWS
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorJob, SLAEvent, SLARegistration
 from kernel.display import (
@@ -21,7 +23,7 @@ from kernel.display import (
     short_job_id,
     status_words,
 )
-from tests.coordinators.admin.factories import make_jobs
+from tests.coordinators.admin.factories import add_workflow_runs, make_jobs
 from tests.support.engine import run_pending_commands
 from xcommands.choices import CommandStatus
 from xcommands.models import Command
@@ -84,47 +86,128 @@ def db_test(test: Any) -> Any:
     return pytest.mark.django_db(transaction=True)(pytest.mark.usefixtures("in_process_engine")(test))
 
 
+def squares(page: str, kind: str = "action") -> list[dict[str, str]]:
+    """The squares of a grid page: status, count, bucket and link of each, in page order."""
+    return [
+        {"href": html.unescape(href), "status": status, "count": count, "bucket": bucket}
+        for href, status, count, bucket in re.findall(
+            rf'<a class="tg-cell {kind}" href="([^"]*)" title="[^"]*" aria-label="[^"]*" data-status="(\w+)" '
+            r'data-count="(\d+)" data-bucket="(\d+)"', page)
+    ]
+
+
+def rows_of(page: str, css: str) -> list[str]:
+    """The HTML of each table row of a class."""
+    return re.findall(rf'<tr class="{css}[^"]*"(.*?)</tr>', page, re.S)
+
+
+def link_named(page: str, element_id: str) -> str:
+    """The (unescaped) query string of a range control."""
+    found = re.search(rf'<a href="([^"]*)" id="{element_id}"', page)
+    assert found is not None, element_id
+    return found.group(1).replace("&amp;", "&")
+
+
 @db_test
-def test_grid_pages_through_300_jobs_with_a_bounded_number_of_queries(
+def test_grid_puts_a_page_of_jobs_on_one_time_axis_with_a_bounded_number_of_queries(
     operator: Client, django_assert_max_num_queries: Any
 ) -> None:
-    """300 jobs x 25 actions: 50 rows a page, 25 coloured cells each, and the same few queries on any page."""
+    """300 hourly jobs x 25 actions: 50 rows a page on one axis of hourly buckets, a square per action, newest on
+    the right, and the same few queries on any page."""
     make_jobs(300, 25)
-    with django_assert_max_num_queries(8) as first:
+    with django_assert_max_num_queries(9) as first:
         response = operator.get(GRID)
     page = response.content.decode()
     assert response.status_code == 200
-    assert page.count('class="grid-row"') == 50
-    assert page.count('class="grid-cell"') == 50 * 25
+    assert page.count('class="grid-row tg-job"') == 50
+    found = squares(page)
+    assert len(found) == 50 * 25 and {s["count"] for s in found} == {"1"}
     assert "jobs page 1 of 6" in page and "300 jobs" in page
-    # Newest on the right: each row ends with the WAITING action (#25) and the RUNNING one before it.
-    row = page[page.index('class="grid-row"'):]
-    row = row[:row.index("</tr>")]
-    assert re.findall(r'data-status="(\w+)"', row)[-2:] == ["RUNNING", "WAITING"]
+    assert "buckets of 1 h" in page  # the default range: 48 nominal times of the (hourly) jobs
+    row = squares(rows_of(page, "grid-row")[0])
+    assert [s["status"] for s in row][-2:] == ["RUNNING", "WAITING"]
+    assert [int(s["bucket"]) for s in row] == sorted(int(s["bucket"]) for s in row)  # oldest on the left
+    assert row[-1]["href"].endswith("#tries") and "/admin/coordinators/coordinatoraction/" in row[-1]["href"]
     with django_assert_max_num_queries(len(first.captured_queries)):
         last = operator.get(GRID, {"p": 6}).content.decode()
-    assert last.count('class="grid-row"') == 50 and "jobs page 6 of 6" in last
+    assert last.count('class="grid-row tg-job"') == 50 and "jobs page 6 of 6" in last
 
 
 @db_test
-def test_grid_filters_pages_back_and_survives_bad_parameters(operator: Client) -> None:
-    """Status and name filters narrow the rows; `back` shows older actions; nonsense parameters fall back to defaults."""
+def test_the_range_reaches_the_first_action_of_a_long_job_and_all_of_it_aggregated(operator: Client) -> None:
+    """A 500-action job opens on its newest actions; "first" reaches action 1 in one click; "all" shows the 500 as
+    at most 60 buckets, each with the worst status and a count, linking to the action list of its nominal times."""
+    job = make_jobs(1, 500)[0]
+    newest = operator.get(GRID).content.decode()
+    numbers = [int(n) for n in re.findall(r"#(\d+) · ", newest)]
+    assert max(numbers) == 500 and min(numbers) > 400 and f"{quote(job.pk + '@1')}/change" not in newest
+    first = operator.get(GRID + link_named(newest, "range-first")).content.decode()
+    assert f"{quote(job.pk + '@1')}/change/#tries" in first
+    whole = operator.get(GRID + link_named(newest, "range-all")).content.decode()
+    found = squares(whole)
+    assert 0 < len(found) <= 60 and sum(int(s["count"]) for s in found) == 500
+    many = next(s for s in found if int(s["count"]) > 1 and s["status"] == "FAILED")  # PATTERN fails every 16th
+    assert many["href"].startswith(ACTIONS + "?job=")
+    listed = operator.get(many["href"]).content.decode()
+    assert listed.count('name="_selected_action"') == int(many["count"])  # the rows of the result list
+    zoomed = operator.get(GRID + link_named(whole, "range-zoom-in")).content.decode()
+    assert sum(int(s["count"]) for s in squares(zoomed)) < 500
+
+
+@db_test
+def test_a_bad_range_is_refused_with_the_reason_and_the_page_keeps_the_default(operator: Client) -> None:
+    """A from/to that is not a time, a range that ends before it starts or lies outside the years allowed: a 400 that
+    says why, with the default range drawn; other nonsense parameters fall back to their defaults."""
+    make_jobs(6, 30)
+    default = operator.get(GRID).content.decode()
+    for bad, reason in [
+        ({"from": "yesterday"}, "from: &#x27;yesterday&#x27; is not a date"),
+        ({"from": "2026-03-02T10:00", "to": "2026-03-01T10:00"}, "to must come after from"),
+        ({"from": "1900-01-01", "to": "1900-02-01"}, "the range must lie between"),
+        ({"to": "2026-02-30"}, "to: &#x27;2026-02-30&#x27; is not a date"),
+    ]:
+        response = operator.get(GRID, bad)
+        page = response.content.decode()
+        assert response.status_code == 400, bad
+        assert reason in page and 'id="range-error"' in page, bad
+        assert len(squares(page)) == len(squares(default)) == 6 * 30
+    for bad in ({"p": "x"}, {"status": "NOPE"}, {"n": "many"}, {"back": "-4"}):
+        response = operator.get(GRID, bad)
+        assert response.status_code == 200, bad
+        assert response.content.decode().count('class="grid-row tg-job"') == 6
+
+
+@db_test
+def test_the_grid_filters_jobs_and_keeps_the_range(operator: Client) -> None:
+    """Status and name filters narrow the rows; the range form keeps them, the filter form keeps the range."""
     jobs = make_jobs(6, 30)
     failed_job = jobs[1]  # RUNNINGWITHERROR (every third from the second)
     page = operator.get(GRID, {"status": JobStatus.RUNNINGWITHERROR}).content.decode()
-    assert page.count('class="grid-row"') == 2 and failed_job.app_name in page
+    assert page.count('class="grid-row tg-job"') == 2 and failed_job.app_name in page
     assert "running with error" in page
-    page = operator.get(GRID, {"q": jobs[0].app_name, "n": "10"}).content.decode()
-    assert page.count('class="grid-row"') == 1 and page.count('class="grid-cell"') == 10
-    older = operator.get(GRID, {"q": jobs[0].app_name, "n": "10", "back": "2"}).content.decode()
-    # Numbers 1-10: the first ten of the pattern, no RUNNING or WAITING among them.
-    assert older.count('class="grid-cell"') == 10 and 'data-status="WAITING"' not in older
-    oldest = operator.get(GRID, {"q": jobs[0].app_name, "n": "10", "back": "3"}).content.decode()
-    assert oldest.count('class="grid-cell"') == 0 and "not materialized" in oldest
-    for bad in ({"n": "many"}, {"back": "-4"}, {"p": "x"}, {"status": "NOPE"}, {"n": "100000"}):
-        response = operator.get(GRID, bad)
-        assert response.status_code == 200, bad
-        assert response.content.decode().count('class="grid-row"') == 6
+    assert 'form="range-form" name="status" value="RUNNINGWITHERROR"' in page
+    page = operator.get(GRID, {"q": jobs[0].app_name, "from": "2020-01-01T00:00", "to": "2020-01-02T00:00"}).content.decode()
+    assert page.count('class="grid-row tg-job"') == 1 and not squares(page)
+    assert 'name="from" value="2020-01-01T00:00"' in page and "no action in this range" in page
+
+
+@db_test
+def test_workflow_runs_get_a_row_per_action_node_under_their_job(operator: Client) -> None:
+    """A job whose actions run a workflow application has a row per action node (not start/end) under its row;
+    a node square opens its run at the node, and a bucket of many runs the action list of that bucket."""
+    with_runs, plain = make_jobs(2, 12)
+    runs = add_workflow_runs(with_runs, ("extract", "load"))
+    page = operator.get(GRID).content.decode()
+    node_rows = rows_of(page, "grid-node")
+    assert [re.search(r'data-node="([^"]+)"', row).group(1) for row in node_rows] == ["extract", "load"]  # type: ignore[union-attr]
+    assert all(f'data-job="{with_runs.pk}"' in row for row in node_rows)
+    load = squares(node_rows[1], "node")
+    assert len(load) == len(runs) and "ERROR" in {s["status"] for s in load}  # action 7 failed in its load
+    one = runs[0]
+    assert f"/admin/workflows/workflowjob/{quote(one.pk)}/change/#node-load" in node_rows[1]
+    assert ":start:" not in page
+    whole = operator.get(GRID + link_named(page, "range-zoom-out") + "&q=" + with_runs.app_name).content.decode()
+    assert rows_of(whole, "grid-node") and plain.app_name not in whole
 
 
 @db_test
@@ -149,22 +232,52 @@ def test_operator_pages_need_view_permissions(client: Client) -> None:
 
 
 @db_test
-def test_gantt_shows_wait_and_run_per_action(operator: Client, django_assert_max_num_queries: Any) -> None:
-    """Each action is a row with a wait bar (created → submitted) and a run bar (started → ended), in human units."""
+def test_gantt_shows_wait_and_run_per_action_on_the_range_axis(
+    operator: Client, django_assert_max_num_queries: Any
+) -> None:
+    """Each action alive in the range is a row with a wait bar and a run bar, in human units; the axis is the range
+    shown (its ticks inside it), the same for any range, and bars beyond it are cut at its ends."""
     job = make_jobs(1, 120, wait=timedelta(seconds=30), run=timedelta(minutes=2, seconds=5))[0]
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         response = operator.get(gantt(job))
     page = response.content.decode()
     assert response.status_code == 200
-    assert page.count('class="gantt-row"') == 50
-    assert 'data-number="120"' in page and 'data-number="71"' in page and 'data-number="70"' not in page
+    numbers = [int(n) for n in re.findall(r'class="gantt-row" data-number="(\d+)"', page)]
+    assert numbers[-1] == 120 and 40 <= len(numbers) <= 52 and 1 not in numbers  # the last 48 hours
     assert ">30 s<" in page and ">2 min 5 s<" in page
-    started = job.actions.filter(number__gt=70, started_at__isnull=False).count()  # not WAITING or TIMEDOUT
-    assert started == 46 and page.count('class="seg run"') == started and page.count('class="seg wait"') == 50
     assert '<dd id="median-run">2 min 5 s</dd>' in page and '<dd id="median-wait">30 s</dd>' in page
-    older = operator.get(gantt(job), {"p": 3}).content.decode()
-    assert 'data-number="1"' in older and 'data-number="20"' in older and older.count('class="gantt-row"') == 20
+    start, end = re.search(r'id="gantt-axis" data-start="([^"]+)" data-end="([^"]+)"', page).groups()  # type: ignore[union-attr]
+    shown_from = re.search(r'name="from" id="range-from" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    assert start.startswith(shown_from.replace("T", "T")[:16])
+    ticks = [float(t) for t in re.findall(r'<span class="[^"]*" style="left:([\d.]+)%" title', page)]
+    assert ticks and all(0 <= t <= 100 for t in ticks)
+
+    first = job.actions.get(number=1)
+    whole = operator.get(gantt(job), {
+        "from": (first.created_time - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"),
+        "to": (timezone.now() + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M"),
+    }).content.decode()
+    assert whole.count('class="gantt-row"') == 120 and "120 actions alive in the range" in whole
+    narrow = operator.get(gantt(job), {
+        "from": (first.created_time + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M"),
+        "to": (first.created_time + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M"),
+    }).content.decode()
+    rows = re.findall(r'class="gantt-row" data-number="(\d+)"', narrow)
+    assert rows[:3] == ["1", "2", "3"] and "cut-left" in narrow  # action 1 started before the range, ran into it
     assert operator.get(f"{JOBS}{quote('0000000-000-C')}/gantt/").status_code == 404
+    assert operator.get(gantt(job), {"from": "soon"}).status_code == 400
+
+
+@db_test
+def test_a_gantt_of_a_long_range_shows_the_newest_rows_and_says_so(operator: Client) -> None:
+    """More than GANTT_MAX_ROWS actions alive in the range: the newest GANTT_MAX_ROWS, and the page says how many."""
+    job = make_jobs(1, GANTT_MAX_ROWS + 30)[0]
+    page = operator.get(gantt(job)).content.decode()
+    whole = operator.get(gantt(job) + link_named(page, "range-all")).content.decode()
+    assert whole.count('class="gantt-row"') == GANTT_MAX_ROWS
+    assert f"{GANTT_MAX_ROWS + 30} actions alive in the range: the {GANTT_MAX_ROWS} newest" in whole
+    first = operator.get(gantt(job) + link_named(page, "range-first")).content.decode()
+    assert 'data-number="1"' in first
 
 
 @db_test

@@ -18,6 +18,7 @@ from tooling.benchmarks.bundle import BenchmarkUnavailable, run_bundle_bench
 from tooling.benchmarks.keyed_queue import bench_allowed_tasks, run_keyed_queue_bench
 from tooling.benchmarks.materialize_plan import run_materialize_plan_bench
 from tooling.benchmarks.operation import run_operation_bench
+from tooling.benchmarks.pages import run_pages_bench
 from tooling.benchmarks.runtime import run_materialize_bench, run_trigger_latency_bench
 from tooling.benchmarks.workflow import run_workflow_bench
 
@@ -64,7 +65,13 @@ def _actions(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, A
 
 
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"], log)
+    return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"] or 30, log)
+
+
+def _pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    return run_pages_bench(
+        options["jobs"] or 1000, options["actions"] or 10_000, options["small_actions"], options["repeat"] or 5, log,
+    )
 
 
 NO_DATABASE = frozenset({"materialize-plan"})  # pure computation; every other benchmark stores rows
@@ -96,6 +103,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "batch": _batch,
     "workflow": _workflow,
     "actions": _actions,
+    "pages": _pages,
 }
 
 
@@ -115,16 +123,21 @@ class Command(BaseCommand):
             "--samples", type=int, default=300, help="keyed-queue: cold-key latencies measured per phase"
         )
         parser.add_argument(
-            "--actions", type=int, help="materialize(-plan): actions to create or plan (default 100,000); actions: per job (default 100)"
+            "--actions", type=int,
+            help="materialize(-plan): actions to create or plan (default 100,000); actions: per job (default 100); "
+                 "pages: the big job's actions (default 10,000)"
         )
         parser.add_argument(
-            "--jobs", type=int, help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000); actions: coordinators (default 100)"
+            "--jobs", type=int,
+            help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000); actions: "
+                 "coordinators (default 100); pages: jobs stored (default 1,000)"
         )
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
         parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
         parser.add_argument("--job-actions", type=int, default=50_000, help="api-pages: actions of the big job")
         parser.add_argument("--coordinators", type=int, default=200, help="bundle: coordinators in the bundle")
-        parser.add_argument("--repeat", type=int, default=30, help="api-pages: requests timed per page")
+        parser.add_argument("--repeat", type=int, help="api-pages: requests timed per page (default 30); pages: (default 5)")
+        parser.add_argument("--small-actions", type=int, default=24, help="pages: actions of each job but the big one")
         parser.add_argument("--objects", type=int, default=10_000, help="batch: objects ingested (one file each)")
         parser.add_argument("--width", type=int, default=10, help="workflow: actions in each workflow's fork")
 
@@ -134,7 +147,7 @@ class Command(BaseCommand):
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
         for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
-                     "coordinators", "objects", "width"):
+                     "coordinators", "objects", "width", "small_actions"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 
