@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from kernel import processes
+from kernel.history import acting_as
 from xcommands import failpoints, recovery, sql
 from xcommands.base import registered_command
 from xcommands.choices import LEASED_STATUSES, CommandStatus
@@ -246,7 +247,19 @@ def ring_next_head(key: str, now: datetime) -> None:
     transaction.on_commit(partial(ring, head["id"], head["name"], {"key": key, "params": head["params"]}))
 
 
+def _queued_by(claim: Claim) -> str:
+    """`<command> (<user who queued it>)`, or the command's name alone (one query, on its first status change)."""
+    user = Command.objects.filter(pk=claim.command_id).values_list("owner__username", flat=True).first()
+    return f"{claim.name} ({user})" if user else claim.name
+
+
 def _execute(claim: Claim) -> str:
+    # Every status change the command makes is recorded as its (kernel.history).
+    with acting_as(claim.name, partial(_queued_by, claim)):
+        return _execute_as(claim)
+
+
+def _execute_as(claim: Claim) -> str:
     try:
         command_class = registered_command(claim.name)
         command = command_class.from_params(claim.params)
@@ -347,7 +360,7 @@ def _rollback(claim: Claim, error: str) -> str:
     """Run the command's rollback once; a failing rollback parks the command (double fault)."""
     try:
         command = registered_command(claim.name).from_params(claim.params)
-        with transaction.atomic():
+        with transaction.atomic(), acting_as(claim.name, partial(_queued_by, claim)):
             command.rollback(error)
             _finish(claim, CommandStatus.FAILED, error=error)
     except FencedOut as exc:
