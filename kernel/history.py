@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from django.db import models, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from kernel.models import StatusRecord
@@ -89,9 +90,12 @@ def record_statuses(changes: Iterable[Change]) -> None:
         StatusRecord.objects.bulk_create([_row(change, by) for change in rows], batch_size=500)
 
 
-def status_records(kind: str, object_id: Any, limit: int) -> list[StatusRecord]:
-    """The newest `limit` changes of one object, oldest first."""
-    rows = list(StatusRecord.objects.filter(kind=kind, object_id=str(object_id)).order_by("-at", "-id")[:limit])
+def status_records(kind: str, object_id: Any, limit: int, *, children: str = "") -> list[StatusRecord]:
+    """The newest `limit` changes of one object (and of its `children` kind: a workflow's nodes), oldest first."""
+    found = Q(kind=kind, object_id=str(object_id))
+    if children:
+        found |= Q(kind=children, parent_id=str(object_id))
+    rows = list(StatusRecord.objects.filter(found).order_by("-at", "-id")[:limit])
     return rows[::-1]
 
 

@@ -48,7 +48,11 @@ class StatusRecord(models.Model):
     reason = models.TextField(blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["kind", "object_id", "at"], name="kernel_status_record_idx")]
+        indexes = [
+            # An object's History page, and its children's changes (a workflow's nodes, an operation's jobs).
+            models.Index(fields=["kind", "object_id", "at"], name="kernel_status_record_idx"),
+            models.Index(fields=["kind", "parent_id", "at"], name="kernel_status_parent_idx"),
+        ]
         ordering = ["at", "id"]
 
     def __str__(self) -> str:

@@ -122,7 +122,10 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+# The operator's zone: every page writes times in it, with its abbreviation (an IANA name, e.g. Europe/Berlin).
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+# One way to write a time on every page: `2026-11-27 14:03:05 UTC` (project/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["project.formats"]
 USE_I18N = True
 USE_TZ = True
 

@@ -32,7 +32,7 @@ from kernel.admin_kit import (
     shown,
 )
 from kernel.display import (
-    compact_time,
+    exact_time,
     human_duration,
     short_id_html,
     status_label,
@@ -207,7 +207,7 @@ class CoordinatorActionAdmin(ReadOnlyAdmin):
         if obj.started_at is None:
             return "-"
         if obj.ended_at is None:
-            return format_html('<span title="running since {}">{}…</span>', compact_time(obj.started_at, seconds=True),
+            return format_html('<span title="running since {}">{}…</span>', exact_time(obj.started_at),
                                human_duration(timezone.now() - obj.started_at))
         return human_duration(obj.ended_at - obj.started_at)
 

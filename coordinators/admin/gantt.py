@@ -25,7 +25,7 @@ from coordinators.admin.pages import check_view, url_maker
 from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.display import (
-    compact_time,
+    exact_time,
     frequency_words,
     human_duration,
     status_colour,
@@ -101,7 +101,7 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
             Segment(kind=kind, left=pct(begin), width=max(0.0, pct(end) - pct(begin)),
                     colour=status_colour(action.status) if kind == "run" else "",
                     title=f"#{action.number} {words[kind]} {human_duration(end - begin)}: "
-                          f"{compact_time(begin, seconds=True)} → {compact_time(end, seconds=True)}")
+                          f"{exact_time(begin)} → {exact_time(end)}")
             for kind, begin, end in spans[action.pk]
         ]
         if "wait" in durations:

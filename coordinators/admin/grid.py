@@ -22,7 +22,7 @@ from coordinators.admin.pages import check_view, query_int, url_maker
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.display import (
-    compact_time,
+    exact_time,
     frequency_words,
     human_duration,
     short_job_id,
@@ -93,14 +93,14 @@ def grid_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest) -> H
             ran = f" · ran {human_duration(ended - started)}" if started and ended else ""
             cells.append(GridCell(
                 number=number, url=action_url(action_id), colour=status_colour(action_status), status=action_status,
-                title=f"{job.app_name} #{number} · {compact_time(nominal)} · {status_words(action_status)}{ran}",
+                title=f"{job.app_name} #{number} · {exact_time(nominal)} · {status_words(action_status)}{ran}",
             ))
         last = next((found[(job.pk, n)] for n in range(high, high - columns, -1) if (job.pk, n) in found), None)
         grid_rows.append({
             "job": job, "cells": cells, "url": job_url(job.pk), "gantt_url": gantt_url(job.pk),
             "short_id": short_job_id(job.pk), "label": status_label(job.status, pending=job.pending),
             "every": frequency_words(job.frequency, job.time_unit),
-            "last_nominal": compact_time(last[3]) if last else "-",
+            "last_nominal": exact_time(last[3]) if last else "-",
         })
     params = {"n": columns, "status": status, "q": query}
     context = {

@@ -22,6 +22,7 @@ from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from kernel.display import status_words
 from tests.bundles.factories import minute
 from tests.support.bundles import settle
 from tests.support.users import staff
@@ -188,7 +189,7 @@ def test_a_bundles_page_shows_its_fields_and_each_coordinator(operator: Client, 
     summary = dict(re.findall(r"<div><dt>(.*?)</dt><dd>(.*?)</dd></div>", page, re.S))
     assert list(summary)[:6] == ["Status", "Pending", "Owner", "Kick-off time", "Pause time", "End time"]
     assert "RUNNING" in summary["Status"] and ">no<" in summary["Pending"] and summary["Owner"] == "ann"
-    assert summary["Kick-off time"] == f"{bundle.kick_off_time:%Y-%m-%d %H:%M} UTC"
+    assert summary["Kick-off time"] == f"{bundle.kick_off_time:%Y-%m-%d %H:%M:%S} UTC"
     assert summary["Pause time"] == "-" and summary["End time"].startswith("none")
     assert "Configuration:" in page and "Definition:" in page and "&lt;bundle-app" in page
     assert "Coordinators (2)" in page
@@ -200,7 +201,7 @@ def test_a_bundles_page_shows_its_fields_and_each_coordinator(operator: Client, 
     assert f'href="/admin/coordinators/coordinatorjob/{quote(hourly.pk)}/change/"' in hourly_row
     counts = dict(hourly.actions.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
     for status, n in counts.items():
-        assert f"{status} {n}</a>" in hourly_row
+        assert f"{status_words(status)} {n}</a>" in hourly_row
     assert newest.nominal_time.strftime("%Y-%m-%d %H:%M") in hourly_row
     assert 'name="_save"' not in page
     assert operator.post(page_of(bundle), {"status": "KILLED"}).status_code == 403
@@ -229,7 +230,7 @@ def test_the_shared_timeline_has_a_row_per_coordinator_and_a_cell_per_action(ope
     assert page.count('class="timeline-cell"') == actions.count()
     action = actions.order_by("nominal_time").first()
     assert action is not None
-    title = f"{action.pk} · {action.status} · nominal {action.nominal_time:%Y-%m-%d %H:%M} · started"
+    title = f"{action.pk} · {status_words(action.status)} · nominal {action.nominal_time:%Y-%m-%d %H:%M:%S} UTC · started"
     assert title in page
     assert f'href="/admin/coordinators/coordinatoraction/{quote(action.pk)}/change/"' in page
 
