@@ -88,7 +88,7 @@ def status_history_table(changes: Sequence[Any], secrets: Masker | None = None, 
     secrets = secrets if secrets is not None else masker()
     if not changes:
         return "no status change recorded"
-    cells = "<td class=\"nowrap\">{}</td>" + ("<td>{}</td>" if what else "") + "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+    cells = "<td class=\"nowrap\">{}</td>" + ("<td class=\"nowrap\">{}</td>" if what else "") + "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
     rows = format_html_join(
         "", "<tr>" + cells + "</tr>",
         ((exact_time(change.at), *([what(change)] if what else []),
@@ -114,6 +114,7 @@ def render_status_history(modeladmin: admin.ModelAdmin[Any], request: HttpReques
     context = {
         **modeladmin.admin_site.each_context(request),
         "title": f"Status history of {modeladmin.opts.verbose_name} {obj.pk}", "subtitle": None, "object": obj, "opts": modeladmin.opts,
+        "is_nav_sidebar_enabled": False,  # the table takes the width
         "table": table(obj), "change_url": reverse(
             f"admin:{modeladmin.opts.app_label}_{modeladmin.opts.model_name}_change", args=[quote(obj.pk)]),
     }
@@ -136,7 +137,7 @@ class StatusHistoryAdmin(admin.ModelAdmin[Any]):
 
     def history_what(self, change: Any) -> str:
         """How a row names its object when children are listed: the object itself, or the child's id."""
-        return "this" if change.kind == self.history_kind else f"{change.kind} {change.object_id}"
+        return change.kind if change.kind == self.history_kind else f"{change.kind} {change.object_id}"
 
     def history_table(self, obj: Any) -> str:
         """The object's status changes (and its children's), as a table."""

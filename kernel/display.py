@@ -143,12 +143,12 @@ def exact_time(value: datetime | None) -> str:
     return formats.date_format(timezone.localtime(value), "DATETIME_FORMAT")
 
 
-def time_html(value: datetime | None, *, day: datetime | None = None) -> str:
+def time_html(value: datetime | None, *, day: datetime | None = None, stacked: bool = False) -> str:
     """A time in the one format, with the ISO instant in `datetime`.
 
     With `day` (a row's nominal time, shown beside it), a time on that same local day is
     written `14:03:05` and one in the same year `11-27 14:03:05` (the full time in the title),
-    so a list of runs stays narrow.
+    so a list of runs stays narrow. `stacked`: the date above the time, for a narrow column.
     """
     if value is None:
         return "-"
@@ -159,6 +159,10 @@ def time_html(value: datetime | None, *, day: datetime | None = None) -> str:
             text = local.strftime("%H:%M:%S")
         elif local.year == reference.year:
             text = local.strftime("%m-%d %H:%M:%S")
+    if stacked and text == full:
+        day_text, _, clock = full.partition(" ")
+        return format_html('<time datetime="{}" title="{}" class="nowrap">{}<br>{}</time>', value.isoformat(), full,
+                           day_text, clock)
     return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), full, text)
 
 

@@ -203,7 +203,7 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     """Command history, searchable by key; parked commands can be retried or skipped."""
 
     list_display = [
-        "id", "short_key", "seq", "name", "target", "status_badge", "attempts", "enqueued", "finished", "short_error",
+        "id", "short_key", "seq", "short_name", "target", "status_badge", "attempts", "enqueued", "finished", "short_error",
     ]
     list_filter = ["status", "name"]
     search_fields = ["=key", "key__startswith", "=id"]
@@ -251,15 +251,22 @@ class CommandAdmin(admin.ModelAdmin[Command]):
 
     @admin.display(description="key", ordering="key")
     def short_key(self, obj: Command) -> str:
-        return short_id_html(obj.key)
+        """A job's key shortened; another (`batch:17`, an object key) may break anywhere rather than widen the list."""
+        return format_html('<span style="white-space:normal;overflow-wrap:anywhere">{}</span>', short_id_html(obj.key))
 
     @admin.display(description="enqueued", ordering="enqueued_at")
     def enqueued(self, obj: Command) -> str:
-        return time_html(obj.enqueued_at)
+        return time_html(obj.enqueued_at, stacked=True)
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, obj: Command) -> str:
-        return time_html(obj.finished_at, day=obj.enqueued_at)
+        return time_html(obj.finished_at, day=obj.enqueued_at, stacked=True)
+
+    @admin.display(description="command", ordering="name")
+    def short_name(self, obj: Command) -> str:
+        """`CoordActionReady` for `coordinators.CoordActionReadyXCommand` (the full name in its title)."""
+        short = obj.name.rpartition(".")[2].removesuffix("XCommand") or obj.name
+        return format_html('<span title="{}">{}</span>', obj.name, short)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         """Titled "Commands" (read, retried and skipped, never edited); the columns take the app sidebar's width."""
@@ -269,7 +276,9 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     @admin.display(description="error")
     def short_error(self, obj: Command) -> str:
         lines = [line for line in obj.last_error.strip().splitlines() if line.strip()]
-        return lines[-1][:120] if lines else ""
+        if not lines:
+            return ""
+        return format_html('<span style="white-space:normal;overflow-wrap:anywhere">{}</span>', lines[-1][:120])
 
     @admin.display(description="params")
     def params_pretty(self, obj: Command) -> str:
