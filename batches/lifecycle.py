@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from batches.choices import JOB_ENDED, JOB_TRANSITIONS
 from batches.choices import JobStatus as J
-from batches.models import BatchJob
+from batches.models import BATCH_JOB_KIND, BatchJob
 from batches.stages import clean_working_dir
+from kernel.history import record_status
 from kernel.statemachine import check_transition
 from operations.services import end_job
 
@@ -60,6 +61,7 @@ def move(job: BatchJob, to: str, *, note: str = "", fields: dict[str, Any] | Non
     if not query.update(**values):
         return False
     previous = job.status
+    record_status(BATCH_JOB_KIND, job.pk, previous, to, parent=job.batch_id, reason=note, at=now)
     for name, value in values.items():
         setattr(job, name, value)
     if to in JOB_ENDED and previous not in JOB_ENDED:

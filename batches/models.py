@@ -31,8 +31,11 @@ from batches.choices import (
     SubmissionMode,
     SubmissionType,
 )
+from kernel.history import RecordsStatus
 from kernel.querysets import TouchingQuerySet
 
+#: Their kinds in the status history (kernel.history).
+BATCH_KIND, BATCH_JOB_KIND = "batch", "batch-job"
 PRIORITY_VALIDATORS = [MinValueValidator(PRIORITY_MIN), MaxValueValidator(PRIORITY_MAX)]
 
 
@@ -99,8 +102,13 @@ class Profile(models.Model):
         return [line.strip() for line in self.notify_emails.splitlines() if line.strip()]
 
 
-class Batch(models.Model):
-    """One submission: what was sent (payload, type, ERC fields), where it is, and how it went."""
+class Batch(RecordsStatus):
+    """One submission: what was sent (payload, type, ERC fields), where it is, and how it went.
+
+    Every saved status change is recorded (kernel.history).
+    """
+
+    status_kind = BATCH_KIND
 
     profile = models.ForeignKey(Profile, on_delete=models.PROTECT, related_name="batches")
     collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="batches")
@@ -143,6 +151,10 @@ class Batch(models.Model):
 
     def __str__(self) -> str:
         return f"batch {self.pk} [{self.status}]"
+
+    def status_reason(self) -> str:
+        """A failed or held batch's error says why."""
+        return self.error
 
     @property
     def id_text(self) -> str:

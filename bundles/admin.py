@@ -28,12 +28,12 @@ from django.utils.html import format_html
 from bundles import services
 from bundles.admin_verbs import bundle_verbs
 from bundles.choices import ACTION_TERMINAL, BUNDLE_PREP
-from bundles.models import BundleAction, BundleJob
+from bundles.models import BUNDLE_KIND, BundleAction, BundleJob
 from coordinators.admin import timegrid
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from kernel.admin_kit import ReadOnlyAdmin, pretty, remember_reader, shown
-from kernel.display import status_colour, status_label
+from kernel.admin_kit import ReadOnlyAdmin, StatusHistoryAdmin, pretty, remember_reader, shown
+from kernel.display import exact_time, status_colour, status_label
 from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
 from kernel.permissions import JobPermissionDenied, can_modify
 from kernel.secrets import Masker, masker
@@ -53,14 +53,14 @@ def short_id(job_id: str) -> str:
 
 
 def when(value: datetime | None) -> str:
-    """A time in the project's time zone as `YYYY-MM-DD HH:MM`, or '-'."""
-    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+    """A time as every page writes it (`2026-11-27 14:03:05 UTC`, kernel.display.exact_time), or '-'."""
+    return exact_time(value)
 
 
 def two_lines(value: datetime) -> str:
-    """A time for a narrow column: the date, then the time, never broken inside the date."""
-    day, clock = when(value).split(" ")
-    return format_html('<span style="white-space:nowrap">{}</span> {}', day, clock)
+    """A time for a narrow column: the date, then the time and zone, never broken inside either."""
+    day, _, clock = when(value).partition(" ")
+    return format_html('<span class="nowrap">{}</span> <span class="nowrap">{}</span>', day, clock)
 
 
 # --- what the bundle page shows -----------------------------------------------------------
@@ -135,10 +135,8 @@ def shared_timeline(actions: list[BundleAction], params: Mapping[str, str], now:
 
 def bundle_summary(bundle: BundleJob) -> list[tuple[str, str]]:
     """The bundle's fields as (label, HTML) pairs: status, pending, owner, ACL, paths, kick-off, pause, end, times."""
-    zone = timezone.get_current_timezone_name()
-
     def at(value: datetime | None, empty: str = "-") -> str:
-        return f"{when(value)} {zone}" if value is not None else empty
+        return when(value) if value is not None else empty
 
     pending = "yes: a verb is being carried out" if bundle.pending else "no"
     return [
@@ -218,8 +216,10 @@ class BundleChangeList(ChangeList):
 
 
 @admin.register(BundleJob)
-class BundleJobAdmin(ObjectVerbsAdmin, SelectionVerbs, ReadOnlyAdmin):
+class BundleJobAdmin(ObjectVerbsAdmin, StatusHistoryAdmin, SelectionVerbs, ReadOnlyAdmin):
     """Bundles: filters, search, coordinators done/total; a page with coordinators and a shared timeline."""
+
+    history_kind = BUNDLE_KIND  # History: its status changes (its coordinators' are on their pages)
 
     bulk_kind, noun = "bundle", "bundle"
     refusals = (JobPermissionDenied,)

@@ -17,16 +17,21 @@ from django.db.models import Q
 
 from bundles.choices import BUNDLE_TERMINAL, BUNDLE_TRANSITIONS, BundleStatus
 from coordinators.choices import JobStatus
+from kernel.history import RecordsStatus
 from kernel.statemachine import check_transition
 
 JOB_ID_SUFFIX = "B"
+BUNDLE_KIND = "bundle"  # its kind in the status history (kernel.history)
 
 
-class BundleJob(models.Model):
+class BundleJob(RecordsStatus):
     """A submitted bundle: its definition, properties, owner, ACL, kick-off, pause and end times, status.
 
-    Invariant: bundle actions exist once it started (RUNNING and after), one per enabled coordinator.
+    Invariant: bundle actions exist once it started (RUNNING and after), one per enabled
+    coordinator. Every saved status change is recorded (kernel.history).
     """
+
+    status_kind = BUNDLE_KIND
 
     id = models.CharField(max_length=40, primary_key=True)
     app_name = models.CharField(max_length=255, db_index=True)

@@ -250,7 +250,7 @@ def start_bundle(bundle_id: str, *, actor: Any) -> BundleJob:
             raise IllegalTransition(f"cannot start bundle job {bundle.id}: it is {bundle.status}")
         bundle.pending = True
         bundle.save(update_fields=["pending"])
-        enqueue(BundleStartXCommand(bundle_id=bundle_id))
+        enqueue(BundleStartXCommand(bundle_id=bundle_id), owner_id=actor.pk)  # owner: who asked (status history)
     return bundle
 
 
@@ -264,7 +264,7 @@ def control_bundle(bundle_id: str, verb: str, *, actor: Any) -> BundleJob:
     with transaction.atomic():
         bundle = _locked(bundle_id, actor)
         check_verb(bundle.status, verb, bundle.id)
-        enqueue(commands[verb](bundle_id=bundle_id))
+        enqueue(commands[verb](bundle_id=bundle_id), owner_id=actor.pk)
     return bundle
 
 
@@ -273,7 +273,7 @@ def change_bundle(bundle_id: str, value: str, *, actor: Any) -> BundleJob:
     with transaction.atomic():
         bundle = _locked(bundle_id, actor)
         check_bundle_change(bundle, value, timezone.now())
-        enqueue(BundleChangeXCommand(bundle_id=bundle_id, value=value))
+        enqueue(BundleChangeXCommand(bundle_id=bundle_id, value=value), owner_id=actor.pk)
     return bundle
 
 
@@ -292,5 +292,5 @@ def rerun_bundle(
         plan = plan_rerun(bundle, coordinators, dates)
         enqueue(BundleRerunXCommand(
             bundle_id=bundle_id, coordinators=coordinators or "", dates=dates or "", refresh=refresh, nocleanup=nocleanup,
-        ))
+        ), owner_id=actor.pk)
     return {name: actions for name, (_, actions) in plan.items()}

@@ -21,8 +21,8 @@ from coordinators.choices import (
     JobStatus,
     check_transition,
 )
-from coordinators.history import current_actor
 from coordinators.signals import coordinator_status_changed
+from kernel.history import current_actor
 
 JOB_ID_SUFFIX = "C"
 

@@ -27,9 +27,9 @@ from coordinators.commands.actions import (
     CoordJobStatusXCommand,
     apply_run_outcome,
 )
-from coordinators.history import acting_as
 from coordinators.launchers import ACTION_OF_WORKFLOW
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange, record_changes
+from kernel.history import acting_as
 from kernel.locking import skip_locked
 from workflows import parents
 from workflows.choices import WorkflowStatus

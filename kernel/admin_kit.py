@@ -8,25 +8,30 @@ of kernel.display).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.utils import quote
+from django.contrib.admin.utils import quote, unquote
 from django.contrib.admin.views.main import ChangeList
-from django.core.exceptions import EmptyResultSet, FieldError, ValidationError
+from django.core.exceptions import EmptyResultSet, FieldError, PermissionDenied, ValidationError
 from django.db import DataError, OperationalError, transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from kernel import admin_tries
-from kernel.display import status_label, status_words
+from kernel.display import exact_time, status_label, status_words
+from kernel.history import status_records
 from kernel.secrets import Masker, masker, masker_for
 
 #: The most messages one bulk action writes on the page (the rest are counted).
 MAX_MESSAGES = 20
+#: The most status changes a History page shows (the newest).
+HISTORY_ROWS = 200
 
 
 def badge(status: str) -> str:
@@ -62,6 +67,90 @@ def change_link(obj: Any, text: str | None = None) -> str:
     return format_html('<a href="{}">{}</a>', url, text or obj.pk)
 
 
+def status_heading(obj: Any) -> str:
+    """An object's name with its status as the badge (`batch 17 [failed]` as `batch 17` and a red "failed")."""
+    status = getattr(obj, "status", None)
+    if not isinstance(status, str) or not status:
+        return str(obj)
+    name = str(obj).replace(f" [{status}]", "")
+    return format_html("{} {}", name, status_label(status))
+
+
+# ---- status history: the admin's "History" page of every kind ----------------------------------
+
+
+def status_history_table(changes: Sequence[Any], secrets: Masker | None = None, *, what: Callable[[Any], str] | None = None) -> str:
+    """Status changes, oldest first: when, (what), from, to, by, why; statuses as the one badge, secrets masked in why.
+
+    `changes`: rows with at, from_status, to_status, by and reason (kernel.StatusRecord, the
+    coordinators' StatusChange). `what` names the object of each row when a page lists several
+    (a workflow's nodes).
+    """
+    secrets = secrets if secrets is not None else masker()
+    if not changes:
+        return "no status change recorded"
+    cells = "<td class=\"nowrap\">{}</td>" + ("<td class=\"nowrap\">{}</td>" if what else "") + "<td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+    rows = format_html_join(
+        "", "<tr>" + cells + "</tr>",
+        ((exact_time(change.at), *([what(change)] if what else []),
+          status_label(change.from_status) if change.from_status else "-", status_label(change.to_status),
+          change.by or "-", secrets.text(change.reason)[:300] or "-") for change in changes),
+    )
+    head = "<th>at</th>" + ("<th>of</th>" if what else "") + "<th>from</th><th>to</th><th>by</th><th>why</th>"
+    return format_html('<table class="status-history"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+                       format_html(head), rows)
+
+
+def render_status_history(modeladmin: admin.ModelAdmin[Any], request: HttpRequest, object_id: str,
+                          table: Callable[[Any], str]) -> Any:
+    """The admin's "History" page of an object: its status changes (`table(obj)`) instead of the form log.
+
+    The object is found as its page finds it (`get_object`), and shown only to whoever may view it.
+    """
+    obj = modeladmin.get_object(request, unquote(object_id))
+    if obj is None:
+        raise Http404(f"no {modeladmin.opts.verbose_name} {object_id!r}")
+    if not modeladmin.has_view_or_change_permission(request, obj):
+        raise PermissionDenied
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": f"Status history of {modeladmin.opts.verbose_name} {obj.pk}", "subtitle": None, "object": obj, "opts": modeladmin.opts,
+        "is_nav_sidebar_enabled": False,  # the table takes the width
+        "table": table(obj), "change_url": reverse(
+            f"admin:{modeladmin.opts.app_label}_{modeladmin.opts.model_name}_change", args=[quote(obj.pk)]),
+    }
+    return TemplateResponse(request, "admin/status_history.html", context)
+
+
+class StatusHistoryAdmin(admin.ModelAdmin[Any]):
+    """A model admin whose "History" button shows the object's status changes (kernel.history).
+
+    `history_kind`: the kind its changes are recorded under; `history_children`: a kind whose
+    records name the object as parent, listed with it (a workflow's nodes, an operation's jobs).
+    """
+
+    history_kind = ""
+    history_children = ""
+
+    def history_secrets(self, obj: Any) -> Masker:
+        """What the reader is shown of secrets in a change's reason (everything masked unless the page noted the reader)."""
+        return shown(obj)
+
+    def history_what(self, change: Any) -> str:
+        """How a row names its object when children are listed: the object itself, or the child's id."""
+        return change.kind if change.kind == self.history_kind else f"{change.kind} {change.object_id}"
+
+    def history_table(self, obj: Any) -> str:
+        """The object's status changes (and its children's), as a table."""
+        changes = status_records(self.history_kind, obj.pk, HISTORY_ROWS, children=self.history_children)
+        return status_history_table(changes, self.history_secrets(obj),
+                                    what=self.history_what if self.history_children else None)
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
+        """Its status changes: objects here change through commands, never through the admin's forms."""
+        return render_status_history(self, request, object_id, self.history_table)
+
+
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     """No adding, deleting or editing: objects change through commands, never through a form."""
 
@@ -77,6 +166,13 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Model-level "change" lets operators run bulk actions; an object page is view-only.
         return obj is None and super().has_change_permission(request)
+
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False, change: bool = False,
+                           form_url: str = "", obj: Any = None) -> Any:
+        """The object's heading writes its status as the one badge, as its list does."""
+        if obj is not None and context.get("subtitle"):
+            context["subtitle"] = status_heading(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         """Titled by what it lists ("Coordinator actions"), not "Select ... to change": nothing here is edited."""

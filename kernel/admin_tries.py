@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from kernel.display import compact_time, status_label
+from kernel.display import exact_time, status_label
 from kernel.models import TaskTry
 from kernel.permissions import is_admin
 
@@ -58,7 +58,7 @@ def _row(row: TaskTry, *, names: bool) -> SafeString:
         '<tr id="try-{}">{}<td class="num">{}</td><td class="num">{}</td><td>{}</td><td class="nowrap">{}</td>'
         '<td class="nowrap">{}</td><td class="nowrap">{}</td><td>{}</td><td><a href="{}" download>download</a></td></tr>{}',
         row.pk, format_html("<td>{}</td>", row.name) if names else "", row.run, row.attempt, status_label(row.status),
-        row.worker or "-", compact_time(row.started_at, seconds=True), compact_time(row.ended_at, seconds=True),
+        row.worker or "-", exact_time(row.started_at), exact_time(row.ended_at),
         _error(row)[:300] or "-",
         download, details,
     )

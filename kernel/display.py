@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.html import format_html
 
 #: Statuses written as one word by Oozie, and what an operator reads instead.
@@ -27,27 +27,38 @@ STATUS_WORDS = {
     "IN_PROCESS": "in process",
 }
 
-GREEN, BLUE, LIGHT_BLUE, PURPLE, GREY, LIGHT_GREY = "#2e7d32", "#1565c0", "#0277bd", "#6a1b9a", "#757575", "#9e9e9e"
-ORANGE, DEEP_ORANGE, BROWN, LIGHT_BROWN = "#ef6c00", "#d84315", "#8d6e63", "#a1887f"
-RED, DARK_RED, MAGENTA = "#c62828", "#b71c1c", "#ad1457"
+GREEN, BLUE, LIGHT_BLUE, INDIGO = "#2e7d32", "#1565c0", "#0277bd", "#4527a0"
+GREY, BLUE_GREY, LIGHT_GREY, TEAL = "#757575", "#546e7a", "#9e9e9e", "#00897b"
+ORANGE, DEEP_ORANGE, BROWN, LIGHT_BROWN = "#ef6c00", "#d84315", "#6d4c41", "#a1887f"
+RED, MAGENTA, NEAR_BLACK = "#c62828", "#ad1457", "#263238"
 
-#: One colour per status, for every page: done green, at work blue, held brown, failed red,
-#: killed magenta, not applicable grey. Oozie's statuses are upper case; batches' lower case.
+#: One colour per status, for every page: done green, at work blue, waiting blue-grey, held
+#: brown, failed red, timed out magenta, killed near-black, skipped teal, ignored light grey.
+#: Statuses an operator must tell apart have different hues: FAILED, TIMEDOUT and KILLED;
+#: WAITING, SKIPPED and IGNORED. Oozie's statuses are upper case; batches' lower case.
 STATUS_COLOURS = {
     # coordinators, bundles, workflows, SLA, operations, commands
     "SUCCEEDED": GREEN, "MET": GREEN, "DONE": GREEN, "COMPLETED": GREEN, "OK": GREEN,
-    "RUNNING": BLUE, "IN_PROCESS": BLUE, "SUBMITTED": LIGHT_BLUE, "READY": PURPLE,
-    "WAITING": GREY, "NOT_STARTED": GREY, "PREP": GREY, "PENDING": GREY,
+    "RUNNING": BLUE, "IN_PROCESS": BLUE, "ROLLING_BACK": BLUE, "SUBMITTED": LIGHT_BLUE, "READY": INDIGO,
+    "WAITING": BLUE_GREY, "USER_RETRY": BLUE_GREY, "NOT_STARTED": GREY, "PREP": GREY, "PENDING": GREY, "ABSENT": GREY,
     "RUNNINGWITHERROR": ORANGE, "DONEWITHERROR": DEEP_ORANGE,
     "SUSPENDED": BROWN, "SUSPENDEDWITHERROR": BROWN, "PREPSUSPENDED": BROWN,
     "PAUSED": LIGHT_BROWN, "PAUSEDWITHERROR": LIGHT_BROWN, "PREPPAUSED": LIGHT_BROWN, "HELD": BROWN,
-    "FAILED": RED, "ERROR": RED, "KILLED": MAGENTA, "TIMEDOUT": DARK_RED, "MISS": RED, "PARKED": RED,
-    "SKIPPED": LIGHT_GREY, "IGNORED": LIGHT_GREY,
+    "FAILED": RED, "ERROR": RED, "MISS": RED, "PARKED": RED,
+    "TIMEDOUT": MAGENTA, "KILLED": NEAR_BLACK, "CANCELLED": NEAR_BLACK,
+    "SKIPPED": TEAL, "IGNORED": LIGHT_GREY,
     # batches and their jobs (a job in a pipeline stage is "processing"), deliveries
-    "pending": GREY, "held": BROWN, "processing": BLUE, "reporting": PURPLE, "update-reporting": PURPLE,
+    "pending": GREY, "held": BROWN, "processing": BLUE, "reporting": INDIGO, "update-reporting": INDIGO,
     "completed": GREEN, "failed": RED, "deleted": LIGHT_BROWN,
     "SENT": GREEN, "SENDING": BLUE,
 }
+#: Colours of the pages that are not a status: a bar's empty track, an edge or outline of
+#: something not reached, the ink of text on a light fill, error text (the admin's own).
+TRACK, QUIET_LINE, INK, PAPER, CANVAS = "#e0e0e0", "#90a4ae", "#263238", "#ffffff", "#fafafa"
+ERROR_TEXT = "var(--error-fg, #ba2121)"
+#: Those colours by the names templates use (`{% colour "track" %}`).
+PAGE_COLOURS = {"track": TRACK, "quiet_line": QUIET_LINE, "ink": INK, "paper": PAPER, "canvas": CANVAS,
+                "edge_label": BLUE_GREY, "error_text": ERROR_TEXT}
 DEFAULT_COLOUR = "#455a64"
 
 
@@ -124,31 +135,38 @@ def human_duration(value: timedelta | float | None) -> str:
     return f"{sign}{minutes} min {secs} s" if secs else f"{sign}{minutes} min"
 
 
-def compact_time(value: datetime | None, *, seconds: bool = False) -> str:
-    """`2025-11-23 14:05` in the project's time zone (with `:ss` when asked); '-' for None."""
+def exact_time(value: datetime | None) -> str:
+    """The one way a time is written on every page: `2026-11-27 14:03:05 UTC`, 24-hour, in the operator's
+    time zone (TIME_ZONE) with its abbreviation, as the admin writes DATETIME_FORMAT (project/formats)."""
     if value is None:
         return "-"
-    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+    return formats.date_format(timezone.localtime(value), "DATETIME_FORMAT")
 
 
-def time_html(value: datetime | None, *, day: datetime | None = None) -> str:
-    """A compact time with the exact one (seconds) in its title, so lists stay narrow and nothing is lost.
+def time_html(value: datetime | None, *, day: datetime | None = None, stacked: bool = False, zone: bool = True) -> str:
+    """A time in the one format, with the ISO instant in `datetime`.
 
-    With `day` (a row's nominal time), a time on that same local day shows as `HH:MM` only,
-    one in the same year as `MM-DD HH:MM`.
+    With `day` (a row's nominal time, shown beside it), a time on that same local day is
+    written `14:03:05` and one in the same year `11-27 14:03:05` (the full time in the title),
+    so a list of runs stays narrow. `stacked`: the date above the time, for a narrow column.
+    `zone=False`: without the zone's abbreviation (a column whose every row has the same zone).
     """
     if value is None:
         return "-"
-    text = compact_time(value)
+    text = full = exact_time(value)
     if day is not None:
         local, reference = timezone.localtime(value), timezone.localtime(day)
         if local.date() == reference.date():
-            text = text[11:]
+            text = local.strftime("%H:%M:%S")
         elif local.year == reference.year:
-            text = text[5:]
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time>', value.isoformat(), compact_time(value, seconds=True), text,
-    )
+            text = local.strftime("%m-%d %H:%M:%S")
+    elif not zone:
+        text = timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S")
+    if stacked and text == full:
+        day_text, _, clock = full.partition(" ")
+        return format_html('<time datetime="{}" title="{}" class="nowrap">{}<br>{}</time>', value.isoformat(), full,
+                           day_text, clock)
+    return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), full, text)
 
 
 def number_ranges(numbers: Iterable[int]) -> str:

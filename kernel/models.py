@@ -73,3 +73,32 @@ class TaskTry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.object_id} run {self.run} try {self.attempt}: {self.status}"
+
+
+class StatusRecord(models.Model):
+    """One status change of a workflow job or node, bundle, batch, batch job or operation: from, to, when, by, why.
+
+    Written in the transaction that saves the new status (kernel.history), one row per change,
+    so a History page never shows a change that did not happen. Coordinator jobs and actions
+    keep their own table (coordinators.StatusChange), older than this one.
+    """
+
+    kind = models.CharField(max_length=16, help_text="what changed: workflow, node, bundle, batch, batch-job, operation")
+    object_id = models.CharField(max_length=140, help_text="its primary key, as text")
+    parent_id = models.CharField(max_length=140, blank=True, help_text="the object it belongs to (a node's workflow)")
+    from_status = models.CharField(max_length=24, blank=True)
+    to_status = models.CharField(max_length=24)
+    at = models.DateTimeField()
+    by = models.CharField(max_length=200, blank=True, help_text="the command, service or user that changed it")
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            # An object's History page, and its children's changes (a workflow's nodes, an operation's jobs).
+            models.Index(fields=["kind", "object_id", "at"], name="kernel_status_record_idx"),
+            models.Index(fields=["kind", "parent_id", "at"], name="kernel_status_parent_idx"),
+        ]
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id}: {self.from_status} -> {self.to_status}"

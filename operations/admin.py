@@ -9,21 +9,25 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from kernel.admin_kit import ReadOnlyAdmin, badge, pretty
+from kernel.admin_kit import ReadOnlyAdmin, StatusHistoryAdmin, badge, pretty
+from kernel.display import TRACK, status_colour, time_html
 from kernel.permissions import is_admin
 from operations.choices import JOB_UNFINISHED, JobStatus
 from operations.counts import skipped_jobs
-from operations.models import Operation
+from operations.models import OPERATION_JOB_KIND, OPERATION_KIND, Operation
 from operations.services import cancel_operation
 
 FAILED_SHOWN = 200
 
 
 @admin.register(Operation)
-class OperationAdmin(ReadOnlyAdmin):
-    """Operations with their progress; a running one can be cancelled."""
+class OperationAdmin(StatusHistoryAdmin, ReadOnlyAdmin):
+    """Operations with their progress; a running one can be cancelled; History lists its and its jobs' status changes."""
 
-    list_display = ["id", "type", "target", "status_badge", "started_by", "created_at", "finished_at", "progress_bar"]
+    history_kind, history_children = OPERATION_KIND, OPERATION_JOB_KIND
+
+    list_display = ["id", "type", "target", "status_badge", "started_by", "started", "finished", "progress_bar"]
+    nav_sidebar = False  # the columns and the filters take the width at 1,280 px; the app list is one click away
     list_filter = ["status", "type", "created_at"]
     search_fields = ["=id", "type", "target", "started_by__username"]
     ordering = ["-created_at"]
@@ -48,6 +52,14 @@ class OperationAdmin(ReadOnlyAdmin):
         """The status as a coloured label."""
         return badge(operation.status)
 
+    @admin.display(description="started", ordering="created_at")
+    def started(self, operation: Operation) -> str:
+        return time_html(operation.created_at, stacked=True)
+
+    @admin.display(description="finished", ordering="finished_at")
+    def finished(self, operation: Operation) -> str:
+        return time_html(operation.finished_at, stacked=True)
+
     @admin.display(description="progress")
     def progress_bar(self, operation: Operation) -> str:
         """Jobs done out of all, as a bar (failed jobs in red) with the figures."""
@@ -59,16 +71,17 @@ class OperationAdmin(ReadOnlyAdmin):
         else:
             failed, unfinished = operation.jobs_failed, operation.jobs_unfinished  # type: ignore[attr-defined]
         done = total - unfinished
-        width = 160
+        width = 100
         good = round(width * (done - failed) / total) if total else 0
         bad = round(width * failed / total) if total else 0
         return format_html(
-            '<span style="display:inline-block;width:{}px;height:10px;background:#e0e0e0;border-radius:3px;'
+            '<span style="display:inline-block;width:{}px;height:10px;background:{};border-radius:3px;'
             'overflow:hidden;vertical-align:middle" title="{} of {} done, {} failed">'
-            '<span style="display:inline-block;height:10px;width:{}px;background:#2e7d32"></span>'
-            '<span style="display:inline-block;height:10px;width:{}px;background:#c62828"></span></span> '
-            "{}/{}{}",
-            width, done, total, failed, good, bad, done, total, format_html(", {} failed", failed) if failed else "",
+            '<span style="display:inline-block;height:10px;width:{}px;background:{}"></span>'
+            '<span style="display:inline-block;height:10px;width:{}px;background:{}"></span></span> '
+            '<span class="nowrap">{}/{}{}</span>',
+            width, TRACK, done, total, failed, good, status_colour("SUCCEEDED"), bad, status_colour("FAILED"),
+            done, total, format_html(", {} failed", failed) if failed else "",
         )
 
     @admin.display(description="failed jobs")

@@ -13,7 +13,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from kernel.history import RecordsStatus
 from operations.choices import JobStatus, OperationStatus
+
+#: Their kinds in the status history (kernel.history); a job's record names its operation as parent.
+OPERATION_KIND, OPERATION_JOB_KIND = "operation", "operation-job"
 
 
 class OperationTarget(models.Model):
@@ -25,11 +29,14 @@ class OperationTarget(models.Model):
         return self.name
 
 
-class Operation(models.Model):
+class Operation(RecordsStatus):
     """One operation: what it does (type and argument), on what (target), how it ended (status, result).
 
-    Invariant: RUNNING until its completion is recorded, once, by a conditional write.
+    Invariant: RUNNING until its completion is recorded, once, by a conditional write. Every
+    status change is recorded (kernel.history), its jobs' too.
     """
+
+    status_kind = OPERATION_KIND
 
     type = models.CharField(max_length=100)
     target = models.CharField(max_length=255)

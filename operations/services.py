@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from kernel.history import record_status, record_statuses
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.commands import (
     JOBS_PER_COMMAND,
@@ -22,7 +23,7 @@ from operations.commands import (
     OperationJobXCommand,
 )
 from operations.counts import failed_jobs, job_counts, skipped_jobs
-from operations.models import Operation, OperationJob, OperationTarget
+from operations.models import OPERATION_JOB_KIND, Operation, OperationJob, OperationTarget
 from operations.registry import operation_type
 from xcommands.models import Command
 from xcommands.queue import enqueue_many
@@ -124,10 +125,14 @@ def reopen_job(operation_id: int, partition: str) -> bool:
         operation = Operation.objects.select_for_update().filter(pk=operation_id, status=OperationStatus.RUNNING).first()
         if operation is None:
             return False
-        reopened = OperationJob.objects.filter(
+        ended = OperationJob.objects.filter(
             operation_id=operation_id, partition=partition, status__in=[JobStatus.FAILED, JobStatus.CANCELLED]
-        ).update(status=JobStatus.RUNNING, error="", finished_at=None)
+        )
+        before = ended.values_list("status", flat=True).first()
+        reopened = ended.update(status=JobStatus.RUNNING, error="", finished_at=None)
         if reopened:
+            record_status(OPERATION_JOB_KIND, partition, before or "", JobStatus.RUNNING, parent=operation_id,
+                          reason="given another chance")
             Operation.objects.filter(pk=operation_id).update(remaining=F("remaining") + 1)
         return bool(reopened)
 
@@ -139,14 +144,16 @@ def cancel_operation(operation_id: int) -> Operation:
         operation = Operation.objects.select_for_update().get(pk=operation_id)
         if operation.status != OperationStatus.RUNNING:
             raise ValueError(f"operation {operation_id} is {operation.status}; only a running one can be cancelled")
-        unfinished = list(operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).values_list("partition", "key"))
+        unfinished = list(operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).values_list("partition", "key", "status"))
         operation.jobs.filter(status__in=sorted(JOB_UNFINISHED)).update(status=JobStatus.CANCELLED, finished_at=now)
+        record_statuses((OPERATION_JOB_KIND, p, operation.pk, status, JobStatus.CANCELLED, now, "operation cancelled")
+                        for p, _, status in unfinished)
         operation.status = OperationStatus.CANCELLED
         operation.finished_at = now
         operation.result = {"counts": job_counts(operation), "failed": failed_jobs(operation),
                             "skipped": skipped_jobs(operation), "result": None}
         operation.save(update_fields=["status", "finished_at", "result"])
-        enqueue_many([OperationJobCancelXCommand(operation_id=operation.pk, partition=p, key=k) for p, k in unfinished])
+        enqueue_many([OperationJobCancelXCommand(operation_id=operation.pk, partition=p, key=k) for p, k, _ in unfinished])
     return operation
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 from coordinators.choices import ACTION_PENDING
 from coordinators.models import CoordinatorAction, SLAEvent
 from kernel.display import (
-    compact_time,
+    exact_time,
     human_duration,
     short_job_id,
     status_colour,
@@ -103,7 +103,7 @@ def late_actions(now: datetime) -> list[dict[str, Any]]:
             "missing": len(missing),
             "first_missing": _first_missing(missing),
             "next_check": human_duration(action.next_check_at - now) if action.next_check_at else "",
-            "timeout": compact_time(action.timeout_at) if action.timeout_at else "",
+            "timeout": exact_time(action.timeout_at) if action.timeout_at else "",
         })
     return rows
 

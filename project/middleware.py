@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 from urllib.parse import quote, unquote_to_bytes
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from kernel.history import acting_as
 from kernel.parsers import MAX_SHOWN, bytes_problem
 from oozieapi.errors import OozieError, error_response
 
@@ -178,3 +180,25 @@ class DatabaseUnavailableMiddleware:
             response = JsonResponse({"detail": "the database is unavailable; retry shortly"}, status=503)
         response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
         return response
+
+
+def _request_user(request: HttpRequest) -> str:
+    """`<username> (web)` once the request is authenticated (the admin's session or the API's token), else 'web'."""
+    user = getattr(request, "user", None)
+    name = getattr(user, "username", "") if user is not None and user.is_authenticated else ""
+    return f"{name} (web)" if name else "web"
+
+
+class StatusActorMiddleware:
+    """Status changes a request makes itself (not through a command) are recorded as its user's (kernel.history).
+
+    The user is read when the first change is recorded, after the API has authenticated the
+    token: a request that changes no status costs nothing.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with acting_as("web", partial(_request_user, request)):
+            return self.get_response(request)

@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Status changes a request makes are recorded as its user's (History pages).
+    "project.middleware.StatusActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -120,7 +122,10 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+# The operator's zone: every page writes times in it, with its abbreviation (an IANA name, e.g. Europe/Berlin).
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+# One way to write a time on every page: `2026-11-27 14:03:05 UTC` (project/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["project.formats"]
 USE_I18N = True
 USE_TZ = True
 
@@ -433,6 +438,8 @@ SPECTACULAR_SETTINGS = {
         "ScopeTypeEnum": [("action", "action"), ("date", "date")],  # rerun and ignore scopes
         "WorkflowJobStatusEnum": "workflows.choices.WorkflowStatus",
         "WorkflowNodeStatusEnum": "workflows.choices.NodeStatus",
+        "TaskTryKindEnum": [("node", "Node"), ("stage", "Stage"), ("command", "Command")],  # kernel.TaskTry.Kind
+        "BatchReportKindEnum": [("initial", "Initial"), ("update", "Update")],  # batches.BatchReport.Kind
     },
 }
 

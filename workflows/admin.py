@@ -23,6 +23,7 @@ from kernel.admin_kit import (
     MAX_MESSAGES,
     SHOWN,
     ReadOnlyAdmin,
+    StatusHistoryAdmin,
     StatusWordsFilter,
     change_link,
     pretty,
@@ -30,7 +31,7 @@ from kernel.admin_kit import (
 )
 from kernel.admin_tries import tries_table
 from kernel.display import (
-    compact_time,
+    exact_time,
     human_duration,
     short_id_html,
     status_label,
@@ -46,7 +47,7 @@ from workflows.admin_verbs import node_verbs, workflow_verbs
 from workflows.api.access import may_modify
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
 from workflows.engine import CONTROL_TYPES, WorkflowError
-from workflows.models import WorkflowJob, WorkflowNode
+from workflows.models import NODE_KIND, WORKFLOW_KIND, WorkflowJob, WorkflowNode
 from workflows.services import VerbNotSupported, request_control, request_rerun
 
 #: Past this many nodes the page lists them but does not draw the graph (it would not be readable).
@@ -90,7 +91,7 @@ def _verb_action(verb: str, description: str) -> Callable[..., None]:
 
 
 def _time(value: datetime | None) -> str:
-    return compact_time(value, seconds=True) if value is not None else "-"
+    return exact_time(value) if value is not None else "-"
 
 
 def node_status_label(status: str) -> str:
@@ -126,8 +127,13 @@ def _attempts(node: WorkflowNode, secrets: Masker) -> list[str]:
 
 
 @admin.register(WorkflowJob)
-class WorkflowJobAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
-    """Workflow jobs: filters and search; a job's page draws its DAG and lists its nodes; verbs as bulk actions."""
+class WorkflowJobAdmin(ObjectVerbsAdmin, StatusHistoryAdmin, ReadOnlyAdmin):
+    """Workflow jobs: filters and search; a job's page draws its DAG and lists its nodes; verbs as bulk actions.
+
+    History lists the job's status changes and its nodes'.
+    """
+
+    history_kind, history_children = WORKFLOW_KIND, NODE_KIND
 
     change_form_template = "admin/workflows/workflowjob/change_form.html"
     list_display = ["short_id", "app_name", "owner", "status_column", "kind", "parent_link", "created", "took"]
@@ -172,6 +178,10 @@ class WorkflowJobAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
         if workflow is None:
             return None
         return remember_reader(workflow, request.user, workflow.owner_id, *workflow.secret_sources())
+
+    def history_what(self, change: Any) -> str:
+        """`job`, or the node's name."""
+        return "job" if change.kind == WORKFLOW_KIND else f"node {change.object_id.partition('@')[2]}"
 
     @staticmethod
     def shown(workflow: WorkflowJob) -> Masker:

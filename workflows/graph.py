@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from kernel.display import status_colour
+from kernel.display import BLUE_GREY, INK, PAPER, QUIET_LINE, status_colour
 
 START = ":start:"
 BOX_WIDTH, BOX_HEIGHT = 156, 44
@@ -33,8 +33,8 @@ NODE_PALETTE = {
     "KILLED": "KILLED", "RUNNING": "RUNNING", "PREP": "PREP",
 }
 KIND_LABEL = {"start": "start", "end": "end", "kill": "kill", "decision": "decision", "fork": "fork", "join": "join"}
-NOT_REACHED_FILL, NOT_REACHED_STROKE = "#ffffff", "#90a4ae"
-OK_EDGE, ERROR_EDGE, TAKEN_EDGE = "#90a4ae", "#c62828", "#263238"
+NOT_REACHED_FILL, NOT_REACHED_STROKE = PAPER, QUIET_LINE
+OK_EDGE, ERROR_EDGE, TAKEN_EDGE = QUIET_LINE, status_colour("FAILED"), INK
 
 
 @dataclass(frozen=True)
@@ -217,13 +217,13 @@ def svg(definition: Mapping[str, Any], statuses: Mapping[str, str] | None = None
         )
         if edge.label:
             parts.append(f'<text x="{label_at[0]:.1f}" y="{label_at[1]:.1f}" font-size="10" '
-                         f'fill="#546e7a">{escape(edge.label)}</text>')
+                         f'fill="{BLUE_GREY}">{escape(edge.label)}</text>')
     for box in placed.boxes.values():
         reached = bool(box.status)
         # A kill node that was reached ended the job: drawn in the KILLED colour, whatever its own (OK) status.
         fill = status_colour("KILLED") if reached and box.kind == "kill" else node_colour(box.status)
         stroke = "none" if reached else NOT_REACHED_STROKE
-        ink = "#ffffff" if reached else "#263238"
+        ink = PAPER if reached else INK
         shown = "start" if box.name == START else box.name
         state = box.status or "not reached"
         parts.append(
@@ -257,7 +257,7 @@ def dot(definition: Mapping[str, Any], statuses: Mapping[str, str] | None = None
         font = "white" if box.status else "black"
         lines.append(f'  {_dot_string(box.name)} [label={label}, fillcolor="{fill}", fontcolor="{font}"];')
     for edge in placed.edges:
-        style = ', style=dashed, color="#c62828"' if edge.kind == "error" else ""
+        style = f', style=dashed, color="{ERROR_EDGE}"' if edge.kind == "error" else ""
         label = f", label={_dot_string(edge.label)}" if edge.label else ""
         lines.append(f"  {_dot_string(edge.source)} -> {_dot_string(edge.target)} [class={edge.kind}{label}{style}];")
     lines.append("}")

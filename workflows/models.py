@@ -14,8 +14,11 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from kernel.history import RecordsStatus
 from kernel.statemachine import check_transition
 from workflows.choices import NODE_TRANSITIONS, WORKFLOW_TRANSITIONS, NodeStatus, WorkflowStatus
+
+WORKFLOW_KIND, NODE_KIND = "workflow", "node"  # their kinds in the status history (kernel.history)
 
 WORKFLOW_ID_SUFFIX = "W"
 TASK_NODE = "task"  # the one node of a task: application
@@ -32,12 +35,15 @@ class IdCounter(models.Model):
         return f"{self.name}={self.value}"
 
 
-class WorkflowJob(models.Model):
+class WorkflowJob(RecordsStatus):
     """One run of a workflow application: `0000012-261123104647123-W`, its parent, status and times.
 
     Invariant: a coordinator action's runs are numbered by `run` (0 first, then one per
-    rerun), and the action's `external_id` names the latest.
+    rerun), and the action's `external_id` names the latest. Every saved status change is
+    recorded (kernel.history).
     """
+
+    status_kind = WORKFLOW_KIND
 
     id = models.CharField(max_length=40, primary_key=True)
     app_name = models.CharField(max_length=255)
@@ -87,6 +93,14 @@ class WorkflowJob(models.Model):
         check_transition(WORKFLOW_TRANSITIONS, self.status, target, f"workflow job {self.id}")
         self.status = target
 
+    def status_parent(self) -> str:
+        """The coordinator action that launched it, or the workflow whose sub-workflow node did."""
+        return self.coord_action_id or self.parent_workflow_id or ""
+
+    def status_reason(self) -> str:
+        """An ended run's error is why it ended so."""
+        return " ".join(part for part in (self.error_code, self.error_message) if part)
+
     def secret_sources(self) -> list[dict[str, Any]]:
         """Where its secret property values come from (kernel.secrets): its configuration, its parents' (one query).
 
@@ -98,13 +112,15 @@ class WorkflowJob(models.Model):
         return [dict(self.configuration or {}), *(dict(found) for found in parents if found)]
 
 
-class WorkflowNode(models.Model):
+class WorkflowNode(RecordsStatus):
     """One node of a workflow job (Oozie's workflow action, `<wf id>@<name>`): what a worker runs.
 
     Invariants: only RUNNING nodes hold a lease (`worker`, `lease_expires_at`); every write
     after a claim is conditional on `attempt`, so only the holder of the current attempt
-    can record an outcome.
+    can record an outcome. Every saved status change is recorded (kernel.history).
     """
+
+    status_kind = NODE_KIND
 
     id = models.CharField(max_length=140, primary_key=True)
     workflow = models.ForeignKey(WorkflowJob, on_delete=models.CASCADE, related_name="nodes")
@@ -155,6 +171,14 @@ class WorkflowNode(models.Model):
         """Change status if the table allows it; raise IllegalTransition otherwise (caller saves)."""
         check_transition(NODE_TRANSITIONS, self.status, target, f"workflow node {self.id}")
         self.status = target
+
+    def status_parent(self) -> str:
+        """Its workflow job."""
+        return self.workflow_id
+
+    def status_reason(self) -> str:
+        """A node's error is why it ended so."""
+        return " ".join(part for part in (self.error_code, self.error_message) if part)
 
     def display_kwargs(self) -> dict[str, Any]:
         """What Flower shows next to `workflows.run`: the node, the attempt, the parent, the task."""

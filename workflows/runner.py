@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from kernel import processes, task_registry, tries, user_tasks
 from kernel.capture import Capture, capturing, note_exception
+from kernel.history import acting_as, record_status
 from kernel.models import TaskTry
 from kernel.secrets import masker
 from workflows import notifications, parents
@@ -37,7 +38,7 @@ from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.engine import node_ended
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
-from workflows.models import WorkflowJob, WorkflowNode
+from workflows.models import NODE_KIND, WorkflowJob, WorkflowNode
 from workflows.outcomes import MAX_ERROR_CHARS, Outcome, end_workflow, store_end
 from workflows.settings import is_transient, lease_seconds, report_retry_seconds
 from xcommands.heartbeat import lease
@@ -71,6 +72,11 @@ def run_attempt(node_id: str, attempt: int, hostname: str = "") -> tuple[str, st
     """Claim, run and record one attempt of a node: what happened in a word, and its error as the node's
     page shows it (secrets masked; empty when it did not fail)."""
     worker = identity(hostname)
+    with acting_as(f"worker {worker}"):  # the status changes of the claim and the report (kernel.history)
+        return _run_attempt(node_id, attempt, worker)
+
+
+def _run_attempt(node_id: str, attempt: int, worker: str) -> tuple[str, str]:
     node = _retrying(lambda: claim(node_id, attempt, worker), f"node {node_id} attempt {attempt}: claim",
                      CLAIM_RETRY_SECONDS)
     if node is None:
@@ -145,6 +151,9 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
             started_at=now,
             ended_at=None,
         )
+        if taken:
+            record_status(NODE_KIND, node_id, NodeStatus.PREP, NodeStatus.RUNNING, parent=node_id.rpartition("@")[0],
+                          reason=f"attempt {attempt} on {worker}", at=now)
         node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
     if not taken:
         if node is not None and _owner_died_here(node, attempt, worker, now):

@@ -16,6 +16,7 @@ from functools import partial
 from celery import current_app as app  # project.celery's app, set up by this process
 from django.db import transaction
 
+from kernel.history import record_statuses
 from workflows import notifications, parents
 from workflows.choices import (
     NODE_LIVE,
@@ -23,7 +24,7 @@ from workflows.choices import (
     NodeStatus,
     WorkflowStatus,
 )
-from workflows.models import WorkflowJob, WorkflowNode
+from workflows.models import WORKFLOW_KIND, WorkflowJob, WorkflowNode
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ def kill_workflows(workflow_ids: Iterable[str], now: datetime, reason: str = "ki
     killed = WorkflowJob.objects.filter(pk__in=[w.pk for w in live]).update(
         status=WorkflowStatus.KILLED, ended_at=now, error_message=reason, last_modified=now
     )
+    record_statuses((WORKFLOW_KIND, workflow.pk, workflow.status_parent(), workflow.status, WorkflowStatus.KILLED, now,
+                     reason) for workflow in live)
     for workflow in live:
         workflow.status = WorkflowStatus.KILLED
         notifications.job_changed(workflow)

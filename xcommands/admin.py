@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -13,9 +14,11 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 
-from kernel.display import short_id_html, time_html
+from kernel.admin_kit import render_status_history, status_heading, status_history_table
+from kernel.display import ERROR_TEXT, short_id_html, status_label, time_html
 from kernel.secrets import masker
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 from xcommands.errors import IllegalCommandTransition
@@ -64,6 +67,32 @@ def target_link(command: Command) -> str:
     if kind in ("job", "action", "bundle"):
         return format_html("{} {}", kind, short_id_html(pk, url))
     return format_html('{} <a href="{}">{}</a>', kind, url, pk)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One entry of a command's own history, as a History page row: when, outcome, which worker, why."""
+
+    at: datetime | None
+    from_status: str
+    to_status: str
+    by: str
+    reason: str
+
+
+def attempts(command: Command) -> list[Attempt]:
+    """A command's attempts and operator verbs (its `history`), oldest first, as status changes."""
+    rows = []
+    for entry in command.history if isinstance(command.history, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        attempt = f"{entry.get('phase', '')} attempt {entry.get('attempt', '')}".strip() if "attempt" in entry else ""
+        why = str(entry.get("error") or entry.get("note") or "")
+        rows.append(Attempt(
+            at=parse_datetime(str(entry.get("at", ""))), from_status="", to_status=str(entry.get("outcome", "")),
+            by=str(entry.get("worker") or entry.get("by") or ""), reason=": ".join(part for part in (attempt, why) if part),
+        ))
+    return rows
 
 
 def _count(key_filter: Q) -> Subquery:
@@ -163,7 +192,7 @@ class CommandKeyAdmin(admin.ModelAdmin[CommandKey]):
         if not parked:
             return "0"
         url = reverse("admin:xcommands_command_changelist") + f"?key={obj.key}&status__exact=PARKED"
-        return format_html('<a href="{}" style="color:#ba2121;font-weight:bold">{}</a>', url, parked)
+        return format_html('<a href="{}" style="color:{};font-weight:bold">{}</a>', url, ERROR_TEXT, parked)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -174,7 +203,7 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     """Command history, searchable by key; parked commands can be retried or skipped."""
 
     list_display = [
-        "id", "short_key", "seq", "name", "target", "status", "attempts", "enqueued", "finished", "short_error",
+        "id", "short_key", "seq", "short_name", "target", "status_badge", "attempts", "enqueued", "finished", "short_error",
     ]
     list_filter = ["status", "name"]
     search_fields = ["=key", "key__startswith", "=id"]
@@ -183,7 +212,7 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     show_full_result_count = False
     actions = ["retry_parked", "skip_parked"]
     readonly_fields = [
-        "key", "seq", "name", "target", "params_pretty", "status", "attempts", "max_retries", "not_before",
+        "key", "seq", "name", "target", "params_pretty", "status_badge", "attempts", "max_retries", "not_before",
         "wake_at", "lease_owner", "lease_expires_at", "fencing_token", "enqueued_at", "started_at",
         "finished_at", "last_error", "history_pretty", "result", "owner",
     ]
@@ -205,17 +234,39 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     def target(self, obj: Command) -> str:
         return target_link(obj)
 
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Command) -> str:
+        return status_label(obj.status)
+
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False, change: bool = False,
+                           form_url: str = "", obj: Command | None = None) -> Any:
+        """The command's heading writes its status as the one badge, as the list does."""
+        if obj is not None and context.get("subtitle"):
+            context["subtitle"] = status_heading(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None) -> Any:
+        """Its attempts, as the engine recorded them on its row (claims and outcomes; no second table)."""
+        return render_status_history(self, request, object_id, lambda obj: status_history_table(attempts(obj)))
+
     @admin.display(description="key", ordering="key")
     def short_key(self, obj: Command) -> str:
-        return short_id_html(obj.key)
+        """A job's key shortened; another (`batch:17`, an object key) may break anywhere rather than widen the list."""
+        return format_html('<span style="white-space:normal;overflow-wrap:anywhere">{}</span>', short_id_html(obj.key))
 
     @admin.display(description="enqueued", ordering="enqueued_at")
     def enqueued(self, obj: Command) -> str:
-        return time_html(obj.enqueued_at)
+        return time_html(obj.enqueued_at, stacked=True)
 
     @admin.display(description="finished", ordering="finished_at")
     def finished(self, obj: Command) -> str:
-        return time_html(obj.finished_at, day=obj.enqueued_at)
+        return time_html(obj.finished_at, day=obj.enqueued_at, stacked=True)
+
+    @admin.display(description="command", ordering="name")
+    def short_name(self, obj: Command) -> str:
+        """`CoordActionReady` for `coordinators.CoordActionReadyXCommand` (the full name in its title)."""
+        short = obj.name.rpartition(".")[2].removesuffix("XCommand") or obj.name
+        return format_html('<span title="{}">{}</span>', obj.name, short)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         """Titled "Commands" (read, retried and skipped, never edited); the columns take the app sidebar's width."""
@@ -225,7 +276,9 @@ class CommandAdmin(admin.ModelAdmin[Command]):
     @admin.display(description="error")
     def short_error(self, obj: Command) -> str:
         lines = [line for line in obj.last_error.strip().splitlines() if line.strip()]
-        return lines[-1][:120] if lines else ""
+        if not lines:
+            return ""
+        return format_html('<span style="white-space:normal;overflow-wrap:anywhere">{}</span>', lines[-1][:120])
 
     @admin.display(description="params")
     def params_pretty(self, obj: Command) -> str:

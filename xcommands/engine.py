@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from kernel import capture, processes, tries
+from kernel.history import acting_as
 from kernel.models import TaskTry
 from xcommands import failpoints, recovery, sql
 from xcommands.base import registered_command
@@ -248,9 +249,16 @@ def ring_next_head(key: str, now: datetime) -> None:
     transaction.on_commit(partial(ring, head["id"], head["name"], {"key": key, "params": head["params"]}))
 
 
+def _queued_by(claim: Claim) -> str:
+    """`<command> (<user who queued it>)`, or the command's name alone (one query, on its first status change)."""
+    user = Command.objects.filter(pk=claim.command_id).values_list("owner__username", flat=True).first()
+    return f"{claim.name} ({user})" if user else claim.name
+
+
 def _execute(claim: Claim) -> str:
-    with capture.capturing():
-        return _execute_captured(claim)
+    # Every status change the command makes is recorded as its (kernel.history).
+    with acting_as(claim.name, partial(_queued_by, claim)), capture.capturing():
+        return _execute_as(claim)
 
 
 def _keep_try(claim: Claim, status: str, now: datetime, error: str = "") -> None:
@@ -270,7 +278,7 @@ def _keep_try(claim: Claim, status: str, now: datetime, error: str = "") -> None
     )
 
 
-def _execute_captured(claim: Claim) -> str:
+def _execute_as(claim: Claim) -> str:
     try:
         command_class = registered_command(claim.name)
         command = command_class.from_params(claim.params)
@@ -373,7 +381,7 @@ def _rollback(claim: Claim, error: str) -> str:
     """Run the command's rollback once; a failing rollback parks the command (double fault)."""
     try:
         command = registered_command(claim.name).from_params(claim.params)
-        with transaction.atomic():
+        with transaction.atomic(), acting_as(claim.name, partial(_queued_by, claim)):
             command.rollback(error)
             _finish(claim, CommandStatus.FAILED, error=error)
     except FencedOut as exc:

@@ -38,6 +38,7 @@ from batches.admin.display import (
     job_link,
     progress_bar,
     segments,
+    two_lines,
     waiting_reason,
     when,
 )
@@ -52,8 +53,8 @@ from batches.admin.verbs import (
 from batches.choices import QUEUES
 from batches.choices import BatchStatus as B
 from batches.choices import JobStatus as J
-from batches.models import Batch, BatchJob, BatchReport, ReportDelivery
-from kernel.admin_kit import ReadOnlyAdmin
+from batches.models import BATCH_KIND, Batch, BatchJob, BatchReport, ReportDelivery
+from kernel.admin_kit import ReadOnlyAdmin, StatusHistoryAdmin
 from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
 from kernel.permissions import JobPermissionDenied, can_modify, is_admin
 
@@ -95,8 +96,13 @@ class BatchChangeList(ChangeList):
 
 
 @admin.register(Batch)
-class BatchAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
-    """Batches: filters, search by id, submitter or payload URL, progress bars, bulk verbs; a page per batch."""
+class BatchAdmin(ObjectVerbsAdmin, StatusHistoryAdmin, ReadOnlyAdmin):
+    """Batches: filters, search by id, submitter or payload URL, progress bars, bulk verbs; a page per batch.
+
+    History lists the batch's status changes (its jobs' are on their pages).
+    """
+
+    history_kind = BATCH_KIND
 
     list_display = ["batch_id", "profile_column", "submitted_by", "kind", "status_and_jobs", "created"]
     list_display_links = ["batch_id"]
@@ -205,8 +211,7 @@ class BatchAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
 
     @admin.display(description="created", ordering="created_at")
     def created(self, obj: Batch) -> str:
-        day, clock = when(obj.created_at).split(" ")
-        return format_html('<span style="white-space:nowrap">{}</span> {}', day, clock)
+        return two_lines(obj.created_at)
 
     @admin.display(description="manifest as submitted")
     def manifest_text(self, obj: Batch) -> str:
@@ -331,9 +336,9 @@ def batch_summary(batch: Batch) -> list[tuple[str, str]]:
         ("Mode", format_html("{}", batch.submission_mode)),
         ("Priority", format_html("{}", priority)),
         ("Operation", operation),
-        ("Created", format_html("{}", when(batch.created_at, seconds=True))),
-        ("Last change", format_html("{}", when(batch.last_modified, seconds=True))),
-        ("Finished", format_html("{}", when(batch.finished_at, seconds=True))),
+        ("Created", format_html("{}", when(batch.created_at))),
+        ("Last change", format_html("{}", when(batch.last_modified))),
+        ("Finished", format_html("{}", when(batch.finished_at))),
         ("ACL", format_html("{}", batch.acl or "-")),
         ("External id", format_html("{}", batch.external_id or "-")),
         ("From", format_html("{}", "the CLI (trusted)" if batch.trusted else "the API")),

@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 from batches.choices import QUEUES, RESUME_STAGE
 from batches.choices import JobStatus as J
 from batches.models import BatchJob
-from kernel.display import status_colour, status_label
+from kernel.display import exact_time, status_colour, status_label
 
 #: The progress bar's colours: the statuses' own (kernel.display, the palette of every page).
 GREEN, RED, BLUE, GREY, HELD, DELETED = (status_colour(s) for s in ("completed", "failed", "processing", "pending",
@@ -43,11 +43,15 @@ def badge(status: str) -> str:
     return status_label(status, like="processing" if status in STAGES else None)
 
 
-def when(value: datetime | None, seconds: bool = False) -> str:
-    """A time in the project's time zone, or '-'."""
-    if value is None:
-        return "-"
-    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+def when(value: datetime | None) -> str:
+    """A time as every page writes it (`2026-11-27 14:03:05 UTC`, kernel.display.exact_time), or '-'."""
+    return exact_time(value)
+
+
+def two_lines(value: datetime | None) -> str:
+    """A time for a narrow column: the date, then the time and zone, never broken inside either."""
+    day, _, clock = when(value).partition(" ")
+    return format_html('<span class="nowrap">{}</span> <span class="nowrap">{}</span>', day, clock)
 
 
 def size(value: int | None) -> str:
@@ -148,9 +152,9 @@ def waiting_reason(job: BatchJob, now: datetime | None = None) -> str:
             return format_html("blocked by {}: an older version of the same object", job_link(job.blocked_by_id))
         if job.not_before is not None and job.not_before > now:
             if status == J.PROVISIONING:
-                return format_html("waits for space until {}", when(job.not_before, seconds=True))
-            return format_html("waits until {}", when(job.not_before, seconds=True))
-        return format_html("waits for a slot since {}", when(job.queued_at, seconds=True))
+                return format_html("waits for space until {}", when(job.not_before))
+            return format_html("waits until {}", when(job.not_before))
+        return format_html("waits for a slot since {}", when(job.queued_at))
     if status == J.FAILED:
         return format_html('<span class="error">{}</span>', excerpt(job.error) or "failed")
     return "-"
@@ -195,7 +199,7 @@ def history_rows(history: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         nonlocal day
         if value is None:
             return ""
-        full = when(value, seconds=True)
+        full = when(value)
         shown = full if full[:10] != day else full[11:]
         day = full[:10]
         return shown

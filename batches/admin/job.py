@@ -44,8 +44,8 @@ from batches.admin.verbs import (
     selected_ids,
     value_page,
 )
-from batches.models import Batch, BatchJob
-from kernel.admin_kit import ReadOnlyAdmin, pretty
+from batches.models import BATCH_JOB_KIND, Batch, BatchJob
+from kernel.admin_kit import ReadOnlyAdmin, StatusHistoryAdmin, pretty
 from kernel.admin_tries import tries_table
 from kernel.models import TaskTry
 from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
@@ -121,8 +121,13 @@ class JobChangeList(ChangeList):
 
 
 @admin.register(BatchJob)
-class BatchJobAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
-    """Jobs: what each waits for and why; filters, search by id or identifier, bulk verbs; a page per job."""
+class BatchJobAdmin(ObjectVerbsAdmin, StatusHistoryAdmin, ReadOnlyAdmin):
+    """Jobs: what each waits for and why; filters, search by id or identifier, bulk verbs; a page per job.
+
+    History lists the job's status changes (its stage history is on its page).
+    """
+
+    history_kind = BATCH_JOB_KIND
 
     list_display = ["job_column", "status_badge", "priority", "ids", "waits_for"]
     list_display_links = None  # the job column links the job and its batch itself
@@ -270,13 +275,13 @@ def job_page(job: BatchJob) -> dict[str, Any]:
         ("Last success", format_html("{}", job.last_successful_status or "none yet")),
         ("Resume", format_html("{}", resume_hint(job))),
         ("Retries", format_html("{}", job.retry_count)),
-        ("In queue since", format_html("{}", when(job.queued_at, seconds=True))),
+        ("In queue since", format_html("{}", when(job.queued_at))),
         ("Blocked by", blocked),
-        ("Not before", format_html("{}", when(job.not_before, seconds=True))),
+        ("Not before", format_html("{}", when(job.not_before))),
         ("Holds a slot", format_html("{}", "yes: a stage is queued or runs" if job.dispatched else "no")),
-        ("Created", format_html("{}", when(job.created_at, seconds=True))),
-        ("Last change", format_html("{}", when(job.last_modified, seconds=True))),
-        ("Directory removed", format_html("{}", when(job.cleaned_at, seconds=True))),
+        ("Created", format_html("{}", when(job.created_at))),
+        ("Last change", format_html("{}", when(job.last_modified))),
+        ("Directory removed", format_html("{}", when(job.cleaned_at))),
     ]
     configuration = [
         ("Payload", format_html("<code>{}</code>", job.payload_url)),

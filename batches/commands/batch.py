@@ -29,10 +29,19 @@ from batches.commands.job import NeedsConfirmation
 from batches.commands.stage import fill_after_commit, release
 from batches.expand import job_specs, object_key
 from batches.lifecycle import appended, history_entry
-from batches.models import Batch, BatchJob, BatchReport, ReportDelivery, batch_key
+from batches.models import (
+    BATCH_JOB_KIND,
+    BATCH_KIND,
+    Batch,
+    BatchJob,
+    BatchReport,
+    ReportDelivery,
+    batch_key,
+)
 from batches.notifications import queue_summary
 from batches.signals import batch_finished
 from batches.stages import clean_working_dir
+from kernel.history import record_status, record_statuses
 from kernel.statemachine import IllegalTransition, check_transition
 from operations.choices import OperationStatus
 from operations.models import Operation
@@ -232,6 +241,7 @@ class BatchDeleteXCommand(BatchCommand):
         jobs = list(BatchJob.objects.select_for_update().filter(batch=batch).exclude(status=J.DELETED))
         who = f" by {self.actor}" if self.actor else ""
         now = timezone.now()
+        record_statuses((BATCH_JOB_KIND, job.pk, batch.pk, job.status, J.DELETED, now, f"batch deleted{who}") for job in jobs)
         for job in jobs:
             if job.dispatched:
                 release(job.pk, hand_over=False)
@@ -262,6 +272,7 @@ def reporting(batch_id: int) -> bool:
     """
     moved = Batch.objects.filter(pk=batch_id, status=B.PROCESSING).update(status=B.REPORTING, last_modified=timezone.now())
     if moved:
+        record_status(BATCH_KIND, batch_id, B.PROCESSING, B.REPORTING, reason="every job ended")
         enqueue(BatchReportXCommand(batch_id=batch_id))
     return bool(moved)
 

@@ -35,7 +35,7 @@ from kernel.admin_kit import (
 )
 from kernel.admin_tries import tries_table
 from kernel.display import (
-    compact_time,
+    exact_time,
     human_duration,
     short_id_html,
     status_label,
@@ -138,7 +138,8 @@ class CoordinatorActionAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
 
     @admin.display(description="nominal time", ordering="nominal_time")
     def nominal(self, obj: CoordinatorAction) -> str:
-        return time_html(obj.nominal_time)
+        # The zone is in the title (and the same on every row): the list keeps one line at 1,280 px.
+        return time_html(obj.nominal_time, zone=False)
 
     @admin.display(description="status", ordering="status")
     def status_column(self, obj: CoordinatorAction) -> str:
@@ -220,7 +221,7 @@ class CoordinatorActionAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
         if obj.started_at is None:
             return "-"
         if obj.ended_at is None:
-            return format_html('<span title="running since {}">{}…</span>', compact_time(obj.started_at, seconds=True),
+            return format_html('<span title="running since {}">{}…</span>', exact_time(obj.started_at),
                                human_duration(timezone.now() - obj.started_at))
         return human_duration(obj.ended_at - obj.started_at)
 

@@ -29,7 +29,7 @@ from coordinators.admin.pages import check_view, url_maker
 from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, ActionStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.display import (
-    compact_time,
+    exact_time,
     frequency_words,
     human_duration,
     status_colour,
@@ -79,7 +79,7 @@ def _track_html(segments: list[Segment], nominal: datetime, nominal_left: float 
     if nominal_left is None:
         return bars
     return format_html('{}<span class="nominal" title="nominal time {}" style="left:{}%"></span>',
-                       bars, compact_time(nominal), nominal_left)
+                       bars, exact_time(nominal), nominal_left)
 
 
 def _overlapping(window: Window) -> Q:
@@ -134,7 +134,7 @@ def gantt_view(modeladmin: ModelAdmin[CoordinatorJob], request: HttpRequest, obj
             Segment(kind=kind, left=pct(begin), width=max(0.0, pct(end) - pct(begin)),
                     colour=status_colour(action.status) if kind == "run" else "",
                     title=f"#{action.number} {words[kind]} {human_duration(end - begin)}: "
-                          f"{compact_time(begin, seconds=True)} → {compact_time(end, seconds=True)}",
+                          f"{exact_time(begin)} → {exact_time(end)}",
                     cut=("cut-left " if begin < t0 else "") + ("cut-right" if end > t1 else ""))
             for kind, begin, end in spans if end >= t0 and begin <= t1
         ]

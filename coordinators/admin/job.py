@@ -33,7 +33,7 @@ from kernel.admin_kit import (
     shown,
 )
 from kernel.display import (
-    compact_time,
+    exact_time,
     frequency_words,
     short_id_html,
     status_label,
@@ -161,7 +161,7 @@ class CoordinatorJobAdmin(ObjectVerbsAdmin, SelectionVerbs, ReadOnlyAdmin):
         # Start and end in the title: the list has no room for two more dates at 1,280 px.
         return format_html(
             '<span title="{} {}, from {} to {} ({})">{}</span>', obj.frequency, obj.time_unit.lower(),
-            compact_time(obj.start_time), compact_time(obj.end_time), obj.timezone,
+            exact_time(obj.start_time), exact_time(obj.end_time), obj.timezone,
             frequency_words(obj.frequency, obj.time_unit),
         )
 

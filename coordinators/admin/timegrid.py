@@ -29,7 +29,7 @@ from django.utils.text import slugify
 
 from coordinators.admin.pages import url_maker
 from coordinators.models import CoordinatorAction
-from kernel.display import compact_time, human_duration, status_colour, status_words
+from kernel.display import exact_time, human_duration, status_colour, status_words
 from kernel.time_axis import (
     EARLIEST,
     MAX_COLUMNS,
@@ -135,11 +135,10 @@ def range_controls(window: Window, axis: Axis | None, earliest: datetime | None,
         "zoom_out": link(moves.zoom_out), "later": link(moves.later), "last": link(moves.last),
         "whole": link(moves.whole),
     }
-    zone = timezone.get_current_timezone_name()
     if axis is None:
-        description = f"{compact_time(window.begin)} → {compact_time(window.end)} {zone} ({human_duration(window.span)})"
+        description = f"{exact_time(window.begin)} → {exact_time(window.end)} ({human_duration(window.span)})"
     else:
-        description = (f"{compact_time(axis.start)} → {compact_time(axis.end)} {zone} · {axis.columns} "
+        description = (f"{exact_time(axis.start)} → {exact_time(axis.end)} · {axis.columns} "
                        f"bucket{'s' if axis.columns != 1 else ''} of {human_duration(axis.step)}")
     return RangeControls(
         from_value=_input_value(window.begin, up=False), to_value=_input_value(window.end, up=True),
@@ -157,7 +156,7 @@ def axis_ticks(start: datetime, end: datetime, max_ticks: int = 8) -> list[dict[
         left = round(100 * (moment - start).total_seconds() / span, 3)
         edge = "edge-left" if left < 4 else ("edge-right" if left > 96 else "")
         ticks.append({"left": left, "edge": edge, "label": timezone.localtime(moment).strftime(fmt),
-                      "title": compact_time(moment), "at": moment.isoformat()})
+                      "title": exact_time(moment), "at": moment.isoformat()})
     return ticks
 
 
@@ -336,12 +335,12 @@ def action_squares(name: str, job_id: str, buckets: Mapping[int, Bucket], axis: 
         status = worst_status(bucket.counts)
         if bucket.total == 1:
             url = f"{links.action(bucket.target)}#tries"
-            title = f"{name} #{bucket.low} · {compact_time(bucket.nominal)} · {status_words(status)}"
+            title = f"{name} #{bucket.low} · {exact_time(bucket.nominal)} · {status_words(status)}"
         else:
             url = links.action_list(job_id, axis, index)
             begin = axis.start + index * axis.step
-            title = (f"{name}: {bucket.total} actions #{bucket.low}-#{bucket.high} · {compact_time(begin)} → "
-                     f"{compact_time(begin + axis.step)} · {_counts_words(bucket.counts)}")
+            title = (f"{name}: {bucket.total} actions #{bucket.low}-#{bucket.high} · {exact_time(begin)} → "
+                     f"{exact_time(begin + axis.step)} · {_counts_words(bucket.counts)}")
         squares.append(Square(index, status_colour(status), status, bucket.total, url, title))
     return squares
 
@@ -356,7 +355,7 @@ def node_squares(node: str, job_id: str, buckets: Mapping[int, Bucket], axis: Ax
         status = worst_status(bucket.counts)
         if bucket.total == 1:
             url = f"{links.workflow(bucket.target)}#node-{slugify(node)}"
-            title = f"{node} of #{bucket.low} · {compact_time(bucket.nominal)} · {status_words(status)}"
+            title = f"{node} of #{bucket.low} · {exact_time(bucket.nominal)} · {status_words(status)}"
         else:
             url = links.action_list(job_id, axis, index)
             title = f"{node} of {bucket.total} actions #{bucket.low}-#{bucket.high} · {_counts_words(bucket.counts)}"

@@ -8,9 +8,10 @@ from typing import Any
 
 from django.utils import timezone
 
+from kernel.history import record_status
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.counts import failed_jobs, job_counts, skipped_jobs
-from operations.models import Operation, completion_key
+from operations.models import OPERATION_KIND, Operation, completion_key
 from operations.registry import operation_type
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
@@ -56,8 +57,12 @@ class OperationCompleteXCommand(XCommand):
                       counts[JobStatus.FAILED])
         result = kind.complete_operation(operation.arg, operation.target, success)
         summary = {"counts": counts, "failed": failed_jobs(operation), "skipped": skipped_jobs(operation), "result": result}
+        status = OperationStatus.SUCCEEDED if success else OperationStatus.FAILED
         marked = Operation.objects.filter(pk=operation.pk, status=OperationStatus.RUNNING).update(
-            status=OperationStatus.SUCCEEDED if success else OperationStatus.FAILED,
-            result=summary, finished_at=timezone.now(),
+            status=status, result=summary, finished_at=timezone.now(),
         )
+        if marked:
+            failed = counts.get(JobStatus.FAILED, 0)
+            record_status(OPERATION_KIND, operation.pk, OperationStatus.RUNNING, status,
+                          reason=f"{failed} job(s) failed" if failed else "every job succeeded")
         return {"marked": marked, "success": success}

@@ -8,9 +8,10 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from kernel.history import record_status
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.commands.complete import OperationCompleteXCommand
-from operations.models import Operation, OperationJob
+from operations.models import OPERATION_JOB_KIND, Operation, OperationJob
 from xcommands.queue import enqueue
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,9 @@ class JobContext:
                 )
                 if not written:
                     raise _NotWritten("the job has its outcome already")
+                record_status(OPERATION_JOB_KIND, self.job.partition, self.job.status,
+                              JobStatus.SUCCEEDED if success else JobStatus.FAILED, parent=self.operation.pk,
+                              reason=error[:4000])
                 remaining = _count_down(self.operation.pk)
                 if remaining is None:
                     raise _NotWritten(f"operation {self.operation.pk} is no longer running")

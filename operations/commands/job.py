@@ -9,9 +9,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from kernel.history import record_status
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.commands.context import JobContext
-from operations.models import Operation, OperationJob
+from operations.models import OPERATION_JOB_KIND, Operation, OperationJob
 from operations.registry import operation_type
 from xcommands.base import XCommand
 from xcommands.errors import PreconditionFailed
@@ -111,9 +112,13 @@ class OperationJobXCommand(XCommand):
                     status=JobStatus.RUNNING, attempts=job.attempts, progress=job.progress,
                     started_at=job.started_at or timezone.now(),
                 )
+                if moved:
+                    record_status(OPERATION_JOB_KIND, job.partition, job.status, JobStatus.RUNNING,
+                                  parent=self.operation_id, reason=f"attempt {job.attempts}")
             if not moved:  # ended meanwhile (a zombie's outcome), or the operation stopped running
                 running = Operation.objects.filter(pk=self.operation_id, status=OperationStatus.RUNNING).exists()
                 return False if running else None
+            job.status = JobStatus.RUNNING
         context = JobContext(job, self.operation)
         kind.start_or_resume_job(self.operation.arg, job.partition, context)
         if not context.completed:

@@ -39,8 +39,8 @@ def test_history_lines_show_a_date_only_when_it_changes(settings: object) -> Non
         {"stage": "pending", "to": "estimating", "started": "2026-01-05T23:59:58+00:00", "at": "2026-01-05T23:59:59+00:00"},
         {"stage": "provisioning", "to": "provisioning", "at": "2026-01-06T00:00:09+00:00", "waits": True, "tries": 4},
     ])
-    assert (rows[0]["started"], rows[0]["ended"], rows[0]["duration"]) == ("2026-01-05 23:59:58", "23:59:59", "1.00 s")
-    assert (rows[1]["ended"], rows[1]["waits"], rows[1]["to_badge"]) == ("2026-01-06 00:00:09", 4, "")
+    assert (rows[0]["started"], rows[0]["ended"], rows[0]["duration"]) == ("2026-01-05 23:59:58 UTC", "23:59:59 UTC", "1.00 s")
+    assert (rows[1]["ended"], rows[1]["waits"], rows[1]["to_badge"]) == ("2026-01-06 00:00:09 UTC", 4, "")
 
 
 def test_file_rows_show_a_computed_digest_only_when_it_differs() -> None:

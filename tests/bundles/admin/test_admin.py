@@ -22,6 +22,7 @@ from bundles.models import BundleAction, BundleJob
 from coordinators.choices import ActionStatus
 from coordinators.choices import JobStatus as J
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from kernel.display import exact_time, status_words
 from tests.bundles.factories import minute
 from tests.support.bundles import settle
 from tests.support.users import staff
@@ -188,7 +189,7 @@ def test_a_bundles_page_shows_its_fields_and_each_coordinator(operator: Client, 
     summary = dict(re.findall(r"<div><dt>(.*?)</dt><dd>(.*?)</dd></div>", page, re.S))
     assert list(summary)[:6] == ["Status", "Pending", "Owner", "Kick-off time", "Pause time", "End time"]
     assert "RUNNING" in summary["Status"] and ">no<" in summary["Pending"] and summary["Owner"] == "ann"
-    assert summary["Kick-off time"] == f"{bundle.kick_off_time:%Y-%m-%d %H:%M} UTC"
+    assert summary["Kick-off time"] == f"{bundle.kick_off_time:%Y-%m-%d %H:%M:%S} UTC"
     assert summary["Pause time"] == "-" and summary["End time"].startswith("none")
     assert "Configuration:" in page and "Definition:" in page and "&lt;bundle-app" in page
     assert "Coordinators (2)" in page
@@ -200,7 +201,7 @@ def test_a_bundles_page_shows_its_fields_and_each_coordinator(operator: Client, 
     assert f'href="/admin/coordinators/coordinatorjob/{quote(hourly.pk)}/change/"' in hourly_row
     counts = dict(hourly.actions.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
     for status, n in counts.items():
-        assert f"{status} {n}</a>" in hourly_row
+        assert f"{status_words(status)} {n}</a>" in hourly_row
     assert newest.nominal_time.strftime("%Y-%m-%d %H:%M") in hourly_row
     assert 'name="_save"' not in page
     assert operator.post(page_of(bundle), {"status": "KILLED"}).status_code == 403
@@ -244,7 +245,7 @@ def test_the_shared_timeline_has_a_row_per_coordinator_on_one_time_axis(operator
     assert action is not None
     single = [s for s in found if s["count"] == 1]
     assert single and all(s["href"].endswith("/change/#tries") for s in single)
-    title = f"#{action.number} · {action.nominal_time:%Y-%m-%d %H:%M} · "
+    title = f"#{action.number} · {exact_time(action.nominal_time)} · "
     assert any(title in s["title"] for s in found) or any(s["count"] > 1 for s in found)
     assert 'id="range-form"' in page and page.index('id="range-form"') > page.index("</form>")  # not nested
 

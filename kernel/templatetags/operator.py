@@ -1,4 +1,6 @@
-"""Template filters of the operator pages: statuses in words, short ids, human durations (kernel.display)."""
+"""Template filters of the operator pages: statuses in words and colours, times, short ids, durations (kernel.display).
+
+Every colour a template paints comes from here (`status_colour`, `colour`): no template names one."""
 
 from __future__ import annotations
 
@@ -42,6 +44,12 @@ def duration(value: timedelta | float | None) -> str:
 
 
 @register.filter
-def compact(value: datetime | None) -> str:
-    """`2025-11-23 14:05` in the project's time zone."""
-    return admin_display.compact_time(value)
+def exact_time(value: datetime | None) -> str:
+    """`2026-11-27 14:03:05 UTC`: the one format (kernel.display.exact_time)."""
+    return admin_display.exact_time(value)
+
+
+@register.simple_tag
+def colour(name: str) -> str:
+    """A colour of the pages that is not a status's: `track`, `ink`, `paper`, `error_text`... (kernel.display)."""
+    return admin_display.PAGE_COLOURS[name]
