@@ -55,8 +55,9 @@ def _row(row: TaskTry, *, names: bool) -> SafeString:
             9 if names else 8, " open" if row.traceback else "", format_html_join("", "{}", ((part,) for part in parts)),
         )
     return format_html(
-        '<tr id="try-{}">{}<td class="num">{}</td><td class="num">{}</td><td>{}</td><td class="nowrap">{}</td>'
-        '<td class="nowrap">{}</td><td class="nowrap">{}</td><td>{}</td><td><a href="{}" download>download</a></td></tr>{}',
+        '<tr id="try-{}">{}<td class="num">{}</td><td class="num">{}</td><td>{}</td><td class="op-try-worker">{}</td>'
+        '<td class="op-try-time">{}</td><td class="op-try-time">{}</td><td class="op-try-error">{}</td>'
+        '<td><a href="{}" download>download</a></td></tr>{}',
         row.pk, format_html("<td>{}</td>", row.name) if names else "", row.run, row.attempt, status_label(row.status),
         row.worker or "-", exact_time(row.started_at), exact_time(row.ended_at),
         _error(row)[:300] or "-",

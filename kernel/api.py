@@ -149,14 +149,16 @@ def definition_details(exc: Exception) -> dict[str, Any]:
 class DomainViewSet(viewsets.GenericViewSet[Any]):
     """Base of the native API's view sets: declared filters, pagination, typed errors as 4xx.
 
-    `conflict_errors` lists the domain exceptions that mean "not in this state" (409); other
-    ValueErrors are bad input (400), PermissionErrors 403, missing rows 404.
+    `conflict_errors` lists the domain exceptions that mean "not in this state" (409) and
+    `missing_errors` those that mean "no such part" (404, checked first: they may subclass a
+    conflict); other ValueErrors are bad input (400), PermissionErrors 403, missing rows 404.
     """
 
     pagination_class = Pagination
     filter_backends: ClassVar[list[type[BaseFilterBackend]]] = [DeclaredFilterBackend]  # type: ignore[misc]
     filtersets: ClassVar[dict[str, type[FilterSet]]] = {}  # action name -> its query filters
     conflict_errors: ClassVar[tuple[type[Exception], ...]] = ()
+    missing_errors: ClassVar[tuple[type[Exception], ...]] = ()
     lookup_value_regex = "[^/]+"
 
     def get_object(self) -> Any:
@@ -171,13 +173,16 @@ class DomainViewSet(viewsets.GenericViewSet[Any]):
         key = self.kwargs.get(self.lookup_url_kwarg or self.lookup_field) if hasattr(self, "kwargs") else None
         if isinstance(exc, ObjectDoesNotExist) and key is not None:
             exc = exceptions.NotFound(f"{type(exc).__qualname__.split('.')[0]} {key!r} does not exist")
-        return super().handle_exception(translate_error(exc, self.conflict_errors))
+        return super().handle_exception(translate_error(exc, self.conflict_errors, self.missing_errors))
 
 
-def translate_error(exc: Exception, conflicts: Iterable[type[Exception]] = ()) -> Exception:
+def translate_error(exc: Exception, conflicts: Iterable[type[Exception]] = (),
+                    missing: Iterable[type[Exception]] = ()) -> Exception:
     """The DRF exception answering a domain error (or the error itself when DRF knows it)."""
     if isinstance(exc, exceptions.APIException):
         return exc
+    if isinstance(exc, tuple(missing)):
+        return exceptions.NotFound(" ".join(str(exc).split()))
     if isinstance(exc, ObjectDoesNotExist):
         return exceptions.NotFound(" ".join(str(exc).split()) or "not found")
     if isinstance(exc, PermissionError):

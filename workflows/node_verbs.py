@@ -68,6 +68,10 @@ class NodeVerbRefused(WorkflowError):
     """The node cannot be cleared or marked now (its message says why); nothing changed."""
 
 
+class UnknownNode(NodeVerbRefused):
+    """The workflow has no node of that name (neither in its definition nor among its rows); nothing changed."""
+
+
 @dataclass(frozen=True)
 class ClearPlan:
     """What a clear does: the node, the ran nodes that run again, those kept, those stopped now, joins reset."""
@@ -124,6 +128,15 @@ def _node_row(workflow: WorkflowJob, name: str, *, lock: bool) -> WorkflowNode:
         raise NodeVerbRefused(f"workflow {workflow.id} has no node {name!r} that has run")
     node.workflow = workflow
     return node
+
+
+def check_node_name(workflow: WorkflowJob, name: str) -> None:
+    """UnknownNode unless `name` names a node of the workflow: in its definition, or a row (a one-task run's `task`)."""
+    if workflow.definition and name in definition_of(workflow).nodes:
+        return
+    if WorkflowNode.objects.filter(pk=f"{workflow.id}@{name}").exists():
+        return
+    raise UnknownNode(f"no such node {name!r} in workflow {workflow.id}")
 
 
 # ---- mark ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from workflows.node_verbs import (
     NodeVerbRefused,
     check_clear,
     check_mark,
+    check_node_name,
     describe_mark,
 )
 from workflows.states import parent_key
@@ -158,8 +159,9 @@ def request_node_mark(workflow_id: str, node: str, status: str, *, check: Callab
                       actor: Any) -> tuple[Command, list[str]]:
     """Queue marking a live node OK or ERROR (Airflow's mark success / failed): the command and what it will do.
 
-    `check(workflow)` raises when the caller may not act. NodeVerbRefused (nothing queued) when
-    the node is not live, is a control node, or the workflow is not running or suspended.
+    `check(workflow)` raises when the caller may not act. UnknownNode when the workflow has no
+    such node; NodeVerbRefused (nothing queued) when the node is not live, is a control node, or
+    the workflow is not running or suspended.
     """
     status = str(status).upper()
     if status not in MARKS:
@@ -167,6 +169,7 @@ def request_node_mark(workflow_id: str, node: str, status: str, *, check: Callab
     with transaction.atomic():
         workflow = WorkflowJob.objects.get(pk=workflow_id)
         check(workflow)
+        check_node_name(workflow, node)
         row = WorkflowNode.objects.filter(workflow=workflow, name=node).first()
         if row is None:
             raise NodeVerbRefused(f"workflow {workflow.id} has no node {node!r} that has run")
@@ -182,12 +185,14 @@ def request_node_clear(workflow_id: str, node: str, *, downstream: bool, check: 
                        actor: Any) -> tuple[Command, ClearPlan]:
     """Queue clearing an ended node (Airflow's clear, with or without downstream): the command and its plan.
 
-    NodeVerbRefused (nothing queued) when the node has not ended, is a control node, a node
-    after it still runs (without downstream), or the workflow cannot run again.
+    UnknownNode when the workflow has no such node; NodeVerbRefused (nothing queued) when the
+    node has not ended, is a control node, a node after it still runs (without downstream), or
+    the workflow cannot run again.
     """
     with transaction.atomic():
         workflow = WorkflowJob.objects.get(pk=workflow_id)
         check(workflow)
+        check_node_name(workflow, node)
         plan = check_clear(workflow, node, downstream=downstream)
         command = enqueue(WfNodeClearXCommand(key=parent_key(workflow), workflow_id=workflow.id, node=node,
                                               downstream=downstream, by=_username(actor)),

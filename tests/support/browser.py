@@ -108,6 +108,13 @@ def log_in(driver: Any, base: str, username: str, password: str) -> None:
     WebDriverWait(driver, 30).until(expected_conditions.presence_of_element_located((By.ID, "user-tools")))
 
 
+def arrived(driver: Any, url: str) -> None:
+    """Wait until the browser is at `url`: a click on a form's submit returns before its redirect is followed."""
+    from selenium.webdriver.support.wait import WebDriverWait  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+
+    WebDriverWait(driver, 30).until(lambda d: d.current_url == url, f"the browser did not come to {url}")
+
+
 def check_page(driver: Any, directory: Path, name: str, *, boxes: str = ".results, .bundle-scroll") -> None:
     """Screenshots of the view and the whole page; then no horizontal overflow at 1,280 px, no table too wide for its
     box (`boxes`: the page's scrolling boxes, a CSS selector), no severe console message."""

@@ -157,3 +157,50 @@ class WorkflowRerunSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 WORKFLOW_STATUSES = tuple(WorkflowStatus.values)
+
+
+# ---- one node's verbs: clear, mark OK or ERROR (workflows.node_verbs) ---------------------------------
+
+
+class _NodeVerbSerializer(serializers.Serializer[dict[str, Any]]):
+    """A node verb's body: a field it does not know is refused (a misspelt option must not change what is done)."""
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Only the declared fields."""
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                f"unknown field(s) {', '.join(map(repr, unknown))}; this verb takes {', '.join(self.fields)}")
+        return attrs
+
+
+class NodeClearSerializer(_NodeVerbSerializer):
+    """Clear a node: it runs again; with `downstream`, every node after it too (those running are stopped first)."""
+
+    downstream = serializers.BooleanField(
+        default=False, help_text="run every node after it again too (false: those that ended OK keep their run)")
+
+
+class NodeMarkSerializer(_NodeVerbSerializer):
+    """Mark a node that has not ended as OK or ERROR: the workflow takes that transition."""
+
+    status = serializers.ChoiceField(choices=["OK", "ERROR"], help_text="the node's end: OK or ERROR")
+
+
+class NodeVerbResultSerializer(serializers.Serializer[dict[str, Any]]):
+    """A node verb queued: the workflow as it was, the node, the command doing it and what it will do."""
+
+    workflow = WorkflowJobSerializer(help_text="the workflow as it was when the verb was queued")
+    node = serializers.CharField(help_text="the node's name")
+    command = serializers.IntegerField(help_text="the id of the queued command (shown in the admin's commands)")
+    effect = serializers.ListField(child=serializers.CharField(), help_text="what it will do, in lines")
+
+
+class NodeClearResultSerializer(NodeVerbResultSerializer):
+    """A clear queued, with its plan."""
+
+    rerun = serializers.ListField(child=serializers.CharField(), help_text="the nodes that run again (the node first)")
+    kept = serializers.ListField(child=serializers.CharField(),
+                                 help_text="the nodes after it that keep their OK run (skipped when reached)")
+    stopped = serializers.ListField(child=serializers.CharField(),
+                                    help_text="the nodes after it stopped now (KILLED, tasks revoked)")

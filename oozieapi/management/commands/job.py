@@ -54,6 +54,7 @@ from oozie.properties import (
     WF_APP_PATH,
     WF_RERUN_FAIL_NODES,
 )
+from oozieapi.cli_nodes import NODE_VERBS, check_options, run_node_verb
 from oozieapi.errors import OozieError
 from oozieapi.ids import is_bundle_id as is_bundle
 from oozieapi.ids import is_workflow_id as is_workflow
@@ -68,7 +69,8 @@ from workflows.services import (
     submit_workflow,
 )
 
-VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
+VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log",
+         "dryrun", *NODE_VERBS)
 
 
 class Command(BaseCommand):
@@ -79,7 +81,8 @@ class Command(BaseCommand):
         "-start|-info|-kill|-suspend|-resume ID; -change ID -value endtime=..;concurrency=..;pausetime=..; "
         "-rerun COORD_ID -action 1,3-4 | -date A::B [-refresh] [-nocleanup] [-failed]; "
         "-rerun BUNDLE_ID -coordinator c1,c2 and/or -date A::B [-refresh] [-nocleanup]; "
-        "-ignore COORD_ID [-action 1,3-4 | -date A::B]; -update COORD_ID [-config F] [-dryrun]"
+        "-ignore COORD_ID [-action 1,3-4 | -date A::B]; -update COORD_ID [-config F] [-dryrun]; "
+        "workflow nodes: -clear WF_ID@NODE [-downstream]; -mark WF_ID@NODE -status OK|ERROR"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -90,6 +93,8 @@ class Command(BaseCommand):
             group.add_argument(f"-{verb}", dest="verb", action="store_const", const=verb)
         for verb in ("start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log"):
             group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
+        for verb in NODE_VERBS:
+            group.add_argument(f"-{verb}", dest=verb, metavar="WF_ID@NODE")
         parser.add_argument("-dryrun", action="store_true", help="with -config: plan a submission; with -update: show the diff only")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
         add_user_option(parser)
@@ -109,6 +114,8 @@ class Command(BaseCommand):
         parser.add_argument("-filter", default="", help="-info: status=RUNNING;status=WAITING ...")
         parser.add_argument("-logfilter", default="", help="-log: loglevel=ERROR|WARN|INFO;text=...;action=3;limit=100")
         parser.add_argument("-order", choices=("asc", "desc"), default="asc", help="-info: action order")
+        parser.add_argument("-downstream", action="store_true", help="-clear: every node after it runs again too")
+        parser.add_argument("-status", default=None, help="-mark: OK or ERROR, the node's end")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Dispatch the verb; user errors are one line, exit 1."""
@@ -119,6 +126,7 @@ class Command(BaseCommand):
             raise CommandError(f"-dryrun goes with -config alone, or with -update; not with -{verb}")
         if verb is None:
             raise CommandError(f"give one of {', '.join('-' + v for v in VERBS)}")
+        check_options(verb, options)
         try:
             job_id = options.get(verb) if verb not in ("run", "submit", "dryrun") else None
             if isinstance(job_id, str) and is_workflow(job_id) and verb in ("info", "start", "kill", "suspend", "resume", "rerun"):
@@ -137,6 +145,8 @@ class Command(BaseCommand):
                 self._update(options["update"], options)
             elif verb == "log":
                 self._log(options["log"], options)
+            elif verb in NODE_VERBS:
+                self.stdout.write("\n".join(run_node_verb(verb, options[verb], self._user(options), options)))
             elif verb is not None:
                 self._control(verb, options[verb], options)
         except (DefinitionError, IllegalTransition, JobPermissionDenied, ValueError) as exc:
