@@ -20,11 +20,17 @@ from django.contrib.auth.models import User
 from batches.models import Collection
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from oozie.properties import WF_RERUN_FAIL_NODES
 from operations.choices import JobStatus as OperationJobStatus
 from operations.choices import OperationStatus
 from operations.models import Operation, OperationJob
 from tests.coordinators.admin.factories import make_jobs
 from tests.support.browser import check_page, log_in
+from tests.support.engine import run_pending_commands
+from tests.workflows.api.factories import drive, pipeline_app, submit
+from workflows.choices import WorkflowStatus
+from workflows.models import WorkflowJob
+from workflows.services import request_rerun
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -228,3 +234,63 @@ def test_an_editable_page_keeps_what_the_operator_typed(operator: Any, live_serv
              "the read-only value did not refresh")
     assert operator.find_element(By.NAME, "description").get_attribute("value") == "typed by the operator"
     assert_not_reloaded(operator)
+
+
+@pytest.mark.usefixtures("in_process_engine")
+def test_a_bulk_verb_shows_its_effect_without_a_reload(operator: Any, live_server: Any, screenshots: Path) -> None:
+    """After "Suspend queued for 2 job(s)" the list, not reloaded, shows the jobs suspended once the commands ran;
+    the verb's message stays on the page."""
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+    from selenium.webdriver.support.select import Select  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+
+    jobs = make_jobs(3, 2, statuses=(JobStatus.RUNNING,))
+    operator.get(f"{live_server.url}/admin/coordinators/coordinatorjob/")
+    for job in jobs[:2]:
+        operator.find_element(By.CSS_SELECTOR, f"input.action-select[value='{job.pk}']").click()
+    Select(operator.find_element(By.NAME, "action")).select_by_value("suspend_jobs")
+    operator.find_element(By.NAME, "index").click()
+    wait_for(operator, lambda d: d.find_elements(By.CSS_SELECTOR, ".messagelist"), "the verb did not answer")
+    mark(operator)
+    assert "Suspend queued for 2 job(s)" in operator.find_element(By.CSS_SELECTOR, ".messagelist").text
+    assert "running" in cell_text(operator, job_row(jobs[0].pk))
+
+    run_pending_commands()  # a worker runs the queued commands
+    assert set(CoordinatorJob.objects.filter(pk__in=[j.pk for j in jobs[:2]]).values_list("status", flat=True)) == {
+        JobStatus.SUSPENDED}
+    wait_for(operator, lambda d: all("suspended" in cell_text(d, job_row(job.pk)) for job in jobs[:2]),
+             "the list did not show the verb's effect")
+    assert "running" in cell_text(operator, job_row(jobs[2].pk))
+    assert "Suspend queued for 2 job(s)" in operator.find_element(By.CSS_SELECTOR, ".messagelist").text
+    assert_not_reloaded(operator)
+    check_page(operator, screenshots, "live-job-list-after-verb")
+
+
+@pytest.mark.usefixtures("in_process_engine")
+def test_a_workflow_graph_follows_its_rerun(operator: Any, live_server: Any, screenshots: Path, ann: User,
+                                            tmp_path: Path) -> None:
+    """The workflow page, left open, redraws its graph and its nodes as a rerun of the failed node runs."""
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+
+    directory = pipeline_app(tmp_path)
+    workflow = submit(directory, ann)
+    drive()
+    assert WorkflowJob.objects.get(pk=workflow.pk).status == WorkflowStatus.KILLED
+    operator.get(f"{live_server.url}/admin/workflows/workflowjob/{quote(workflow.id)}/change/")
+    mark(operator)
+    check = "#workflow-graph svg g.node[data-node='check']"
+    assert operator.find_element(By.CSS_SELECTOR, check).get_attribute("data-status") != "OK"
+    operator.execute_script("document.getElementById('workflow-nodes').scrollIntoView()")
+    scrolled = operator.execute_script("return window.scrollY")
+
+    (directory.parent / "work-nightly" / "flag").touch()
+    request_rerun(workflow.id, {WF_RERUN_FAIL_NODES: "true"}, check=lambda run: None)
+    drive()
+    wait_for(operator, lambda d: d.find_element(By.CSS_SELECTOR, check).get_attribute("data-status") == "OK",
+             "the graph did not follow the rerun")
+    wait_for(operator, lambda d: "succeeded" in d.find_element(By.CSS_SELECTOR, "h2.object-heading").text,
+             "the heading did not follow the rerun")
+    assert "FileNotFoundError" not in operator.find_element(By.ID, "node-check").text
+    assert operator.execute_script("return window.scrollY") == scrolled
+    assert_not_reloaded(operator)
+    operator.execute_script("window.scrollTo(0, 0)")
+    check_page(operator, screenshots, "live-workflow-page")
