@@ -97,6 +97,7 @@ def test_a_job_list_shows_a_new_status_keeping_the_selection_and_the_scroll(
     assert control.find_element(By.ID, "live-toggle").text.endswith("Live")
     assert re.fullmatch(r"updated \d\d:\d\d:\d\d", control.find_element(By.ID, "live-updated").text)
     assert "running" in cell_text(operator, job_row(target.pk))
+    row = operator.find_element(By.CSS_SELECTOR, f"#result_list tbody tr:has(input[value='{target.pk}'])")
     operator.find_element(By.CSS_SELECTOR, f"input.action-select[value='{ticked.pk}']").click()
     assert operator.find_element(By.CSS_SELECTOR, "span.action-counter").text == "1 of 50 selected"
     operator.execute_script("window.scrollTo(0, 400)")
@@ -105,6 +106,7 @@ def test_a_job_list_shows_a_new_status_keeping_the_selection_and_the_scroll(
     wait_for(operator, lambda d: "suspended" in cell_text(d, job_row(target.pk)), "the new status did not show")
 
     assert_not_reloaded(operator)
+    assert "suspended" in row.text  # the same row element, brought up to date (not replaced)
     assert operator.execute_script("return window.scrollY") == 400
     assert operator.find_element(By.CSS_SELECTOR, f"input.action-select[value='{ticked.pk}']").is_selected()
     assert operator.find_element(By.CSS_SELECTOR, "span.action-counter").text == "1 of 50 selected"
@@ -202,7 +204,8 @@ def test_an_operation_page_shows_its_progress(operator: Any, live_server: Any, s
         OperationJob.objects.create(operation=operation, partition=f"job-{n}", key=f"job-{n}")
     operator.get(f"{live_server.url}/admin/operations/operation/{operation.pk}/change/")
     mark(operator)
-    assert "0/4" in operator.find_element(By.CSS_SELECTOR, ".field-progress_bar").text
+    progress = operator.find_element(By.CSS_SELECTOR, ".field-progress_bar")
+    assert "0/4" in progress.text
 
     OperationJob.objects.filter(operation=operation, partition__in=["job-0", "job-1"]).update(
         status=OperationJobStatus.SUCCEEDED)
@@ -210,6 +213,7 @@ def test_an_operation_page_shows_its_progress(operator: Any, live_server: Any, s
         status=OperationJobStatus.FAILED, error="the job was killed meanwhile")
     wait_for(operator, lambda d: "3/4, 1 failed" in d.find_element(By.CSS_SELECTOR, ".field-progress_bar").text,
              "the progress did not follow the jobs")
+    assert "3/4, 1 failed" in progress.text  # the element the test found first: updated in place
     assert "the job was killed meanwhile" in operator.find_element(By.CSS_SELECTOR, ".field-failures").text
     Operation.objects.filter(pk=operation.pk).update(status=OperationStatus.FAILED)
     wait_for(operator, lambda d: "failed" in d.find_element(By.CSS_SELECTOR, ".field-status_badge").text.lower(),
