@@ -127,9 +127,9 @@ def test_a_job_list_shows_a_new_status_keeping_the_selection_and_the_scroll(
         == [ticked.pk, jobs[9].pk]
 
 
-def test_typing_holds_the_refresh_and_pause_is_remembered(operator: Any, live_server: Any) -> None:
-    """While the operator types in the search box the list waits (the text stays); paused, it stops for good, on
-    this page and after a reload too, until resumed."""
+def test_typing_a_hidden_tab_and_pause_hold_the_refresh(operator: Any, live_server: Any) -> None:
+    """While the operator types in the search box the list waits (the text stays); a hidden tab waits; paused, the
+    list stops for good, on this page and after a reload too, until resumed."""
     from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     jobs = make_jobs(3, 2, statuses=(JobStatus.RUNNING,))
@@ -148,12 +148,22 @@ def test_typing_holds_the_refresh_and_pause_is_remembered(operator: Any, live_se
     assert search.get_attribute("value") == "grid-j"
     assert_not_reloaded(operator)
 
+    # A hidden tab does not fetch; shown again, it catches up at once.
+    operator.execute_script("Object.defineProperty(document, 'hidden', {configurable: true, get: () => true})")
+    time.sleep(1.5)  # a fetch already on its way lands
+    before = refreshes(operator)
+    CoordinatorJob.objects.filter(pk=job.pk).update(status=JobStatus.PREP)
+    time.sleep(3)
+    assert refreshes(operator) == before and "suspended" in cell_text(operator, job_row(job.pk))
+    operator.execute_script("delete document.hidden; document.dispatchEvent(new Event('visibilitychange'))")
+    wait_for(operator, lambda d: "prep" in cell_text(d, job_row(job.pk)), "the shown tab did not catch up")
+
     toggle = operator.find_element(By.ID, "live-toggle")
     toggle.click()
     assert toggle.text.endswith("Paused") and toggle.get_attribute("aria-pressed") == "false"
     CoordinatorJob.objects.filter(pk=job.pk).update(status=JobStatus.KILLED)
     time.sleep(3)
-    assert "suspended" in cell_text(operator, job_row(job.pk)), "a paused page changed"
+    assert "prep" in cell_text(operator, job_row(job.pk)), "a paused page changed"
 
     operator.get(url)  # paused stays paused on the next page
     assert "killed" in cell_text(operator, job_row(job.pk))
@@ -168,8 +178,8 @@ def test_typing_holds_the_refresh_and_pause_is_remembered(operator: Any, live_se
     assert_not_reloaded(operator)
 
 
-def test_the_dashboard_and_the_grid_follow_the_jobs(operator: Any, live_server: Any, screenshots: Path) -> None:
-    """The dashboard's counts and the grid's cells follow the database without a reload."""
+def test_the_dashboard_grid_and_gantt_follow_the_jobs(operator: Any, live_server: Any, screenshots: Path) -> None:
+    """The dashboard's counts, the grid's cells and a Gantt view's statuses follow the database without a reload."""
     from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
     jobs = make_jobs(4, 3, statuses=(JobStatus.RUNNING,))
@@ -192,6 +202,14 @@ def test_the_dashboard_and_the_grid_follow_the_jobs(operator: Any, live_server: 
              "the grid did not show the killed action")
     assert_not_reloaded(operator)
     check_page(operator, screenshots, "live-grid", boxes=".results, .op-scroll")
+
+    operator.get(f"{live_server.url}/admin/coordinators/coordinatorjob/{quote(jobs[3].pk)}/gantt/")
+    mark(operator)
+    row = "tr.gantt-row[data-number='1']"
+    assert "failed" not in operator.find_element(By.CSS_SELECTOR, row).text
+    CoordinatorAction.objects.filter(job=jobs[3], number=1).update(status=ActionStatus.FAILED)
+    wait_for(operator, lambda d: "failed" in d.find_element(By.CSS_SELECTOR, row).text, "the Gantt view did not follow")
+    assert_not_reloaded(operator)
 
 
 def test_an_operation_page_shows_its_progress(operator: Any, live_server: Any, screenshots: Path) -> None:
