@@ -52,13 +52,18 @@ def test_zero_turns_the_live_pages_off(operator: Client, settings: Any) -> None:
 
 
 def test_the_login_page_and_a_refetch_carry_no_script(operator: Client) -> None:
-    """A visitor who is not signed in gets no script; a refetch answers the same page without it (cheaper)."""
+    """A visitor who is not signed in gets no script; a refetch answers the same page without it and without the
+    app sidebar (less to send and parse)."""
     assert SCRIPT not in Client().get("/admin/login/").content.decode()
     make_jobs(2, 2)
-    fresh = operator.get("/admin/coordinators/coordinatorjob/", headers=REFETCH)
+    fresh = operator.get("/admin/operations/operation/", headers=REFETCH)
     assert fresh.status_code == 200
     page = fresh.content.decode()
-    assert SCRIPT not in page and 'id="result_list"' in page and "grid-job-001" in page
+    assert SCRIPT not in page and 'id="changelist"' in page and 'id="nav-sidebar"' not in page
+    shown = operator.get("/admin/operations/operation/").content.decode()
+    assert SCRIPT in shown and 'id="nav-sidebar"' in shown
+    jobs = operator.get("/admin/coordinators/coordinatorjob/", headers=REFETCH).content.decode()
+    assert 'id="result_list"' in jobs and "grid-job-001" in jobs
 
 
 def test_the_live_regions_are_marked(operator: Client) -> None:
