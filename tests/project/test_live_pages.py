@@ -316,3 +316,30 @@ def test_a_workflow_graph_follows_its_rerun(operator: Any, live_server: Any, scr
     assert_not_reloaded(operator)
     operator.execute_script("window.scrollTo(0, 0)")
     check_page(operator, screenshots, "live-workflow-page")
+
+
+def test_a_new_row_joins_the_selection(operator: Any, live_server: Any) -> None:
+    """A job created while the list is open appears in it; the ticked row stays ticked, and the admin's selection
+    code knows the new row: ticking it counts, "select all" ticks every row."""
+    from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
+
+    jobs = make_jobs(3, 2, statuses=(JobStatus.RUNNING,))
+    operator.get(f"{live_server.url}/admin/coordinators/coordinatorjob/")
+    mark(operator)
+    operator.find_element(By.CSS_SELECTOR, f"input.action-select[value='{jobs[1].pk}']").click()
+    counter = operator.find_element(By.CSS_SELECTOR, "span.action-counter")
+    assert counter.text == "1 of 3 selected"
+
+    late = make_jobs(1, 2, name="late-job")[0]
+    wait_for(operator, lambda d: d.find_elements(By.CSS_SELECTOR, f"input.action-select[value='{late.pk}']"),
+             "the new job did not appear")
+    assert_not_reloaded(operator)
+    assert len(operator.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")) == 4
+    assert operator.find_element(By.CSS_SELECTOR, f"input.action-select[value='{jobs[1].pk}']").is_selected()
+    assert counter.text == "1 of 4 selected"
+    operator.find_element(By.CSS_SELECTOR, f"input.action-select[value='{late.pk}']").click()
+    assert counter.text == "2 of 4 selected"
+    operator.find_element(By.ID, "action-toggle").click()
+    assert counter.text == "4 of 4 selected"
+    assert len(operator.find_elements(By.CSS_SELECTOR, "input.action-select:checked")) == 4
+    assert len(operator.find_elements(By.CSS_SELECTOR, "#result_list tbody tr.selected")) == 4
