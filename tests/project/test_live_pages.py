@@ -236,6 +236,9 @@ def test_an_operation_page_shows_its_progress(operator: Any, live_server: Any, s
     Operation.objects.filter(pk=operation.pk).update(status=OperationStatus.FAILED)
     wait_for(operator, lambda d: "failed" in d.find_element(By.CSS_SELECTOR, ".field-status_badge").text.lower(),
              "the status did not follow")
+    wait_for(operator, lambda d: "[FAILED]" in d.find_element(By.CSS_SELECTOR, "div.breadcrumbs").text,
+             "the breadcrumbs did not follow")
+    assert operator.find_element(By.ID, "live-toggle").is_displayed()  # the control stays in the breadcrumbs
     assert_not_reloaded(operator)
     check_page(operator, screenshots, "live-operation")
 
