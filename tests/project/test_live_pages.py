@@ -195,7 +195,7 @@ def test_the_dashboard_grid_and_gantt_follow_the_jobs(operator: Any, live_server
     operator.get(f"{live_server.url}/admin/coordinators/coordinatorjob/grid/")
     mark(operator)
     action = CoordinatorAction.objects.get(job=jobs[2], number=1)
-    cell = f"tr.grid-row[data-job='{jobs[2].pk}'] a.grid-cell[href*='{quote(action.pk)}']"
+    cell = f"tr.grid-row[data-job='{jobs[2].pk}'] a.tg-cell[href*='{quote(action.pk)}']"
     assert operator.find_element(By.CSS_SELECTOR, cell).get_attribute("data-status") != ActionStatus.KILLED
     CoordinatorAction.objects.filter(pk=action.pk).update(status=ActionStatus.KILLED)
     wait_for(operator, lambda d: d.find_element(By.CSS_SELECTOR, cell).get_attribute("data-status") == ActionStatus.KILLED,
