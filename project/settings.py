@@ -359,6 +359,9 @@ OOZIE_PROCESSING_TIMEZONE = env_processing_timezone("OOZIE_PROCESSING_TIMEZONE",
 BULK_MAX_JOBS = env_int("BULK_MAX_JOBS", 100_000)
 # Where operators open Flower (the dashboard links to it); `manage.py up` sets it for its web server.
 FLOWER_URL = env_str("FLOWER_URL", "")
+# Live operator pages (docs/coordinators.md, "Live pages"): every so many seconds an open list, dashboard,
+# grid, Gantt view or object page fetches itself again and swaps its read-only parts in place; 0: never.
+ADMIN_LIVE_SECONDS = env_int("ADMIN_LIVE_SECONDS", 5)
 BULK_ADMIN_THRESHOLD = env_int("BULK_ADMIN_THRESHOLD", 20)
 OOZIE_BULK_WAIT_SECONDS = env_float("OOZIE_BULK_WAIT_SECONDS", 10.0)
 
