@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-PURE   := $(wildcard oozie datasets/timeline coordinators/plan bundles/definitions batches/definitions)
+PURE   := $(wildcard oozie oozieclient datasets/timeline coordinators/plan bundles/definitions batches/definitions)
 
 .PHONY: run test lint typecheck pytest install lock clean
 
