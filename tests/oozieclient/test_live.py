@@ -217,3 +217,29 @@ def test_validate_checks_locally_when_the_server_has_no_endpoint(run_oozie: RunO
     bad.write_text("<workflow-app><start to='end'></workflow-app>")
     refused = run_oozie("validate", str(bad))
     assert refused.code == 255 and refused.err.startswith("Error: E0700 : XML error, broken.xml: mismatched tag")
+
+
+def test_verbs_on_a_coordinator_and_poll(run_oozie: RunOozie, tmp_path: Path) -> None:
+    """-suspend, -resume, -change print nothing and take effect; -poll -verbose prints statuses until a terminal one."""
+    user("ann")
+    hdfs = layout(tmp_path)
+    coordinator = job_id(run_oozie("job", "-config", properties(tmp_path, hdfs, "cron", *CRON_EXTRA), "-run"))
+    run_pending_commands()
+    for verb, status in (("-suspend", "SUSPENDED"), ("-resume", "RUNNING")):
+        ran = run_oozie("job", verb, coordinator)
+        assert (ran.code, ran.out, ran.err) == (0, "", "")
+        run_pending_commands()
+        assert CoordinatorJob.objects.get(pk=coordinator).status == status
+    assert run_oozie("job", "-change", coordinator, "-value", "concurrency=3").code == 0
+    run_pending_commands()
+    assert CoordinatorJob.objects.get(pk=coordinator).concurrency == 3
+    no_value = run_oozie("job", "-change", coordinator)
+    assert no_value.code == 255 and "-value option needs to be specified" in no_value.err
+    scoped = run_oozie("job", "-kill", coordinator, "-action", "1")
+    assert scoped.code == 255 and "not supported by this client" in scoped.err
+    assert CoordinatorJob.objects.get(pk=coordinator).status == "RUNNING"  # nothing was sent
+
+    workflow = job_id(run_oozie("job", "-config", properties(tmp_path, hdfs, "no-op"), "-run"))
+    run_pending_commands()
+    polled = run_oozie("job", "-poll", workflow, "-interval", "0.001", "-timeout", "1", "-verbose")
+    assert (polled.code, polled.lines) == (0, ["SUCCEEDED"])
