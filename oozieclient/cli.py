@@ -3,7 +3,7 @@
 Options are Oozie's single-dash words (`-info`, `-config`, `-D name=value` or `-Dname=value`),
 in any order. Exit codes are Oozie's: 0 on success, 255 (Java's -1) for any error, printed on
 stderr as `Error: <code> : <message>`, and for options that make no command, printed as
-`Invalid sub-command: ...` followed by the usage.
+`Invalid sub-command: ...` followed by the short help.
 
 The server is `-oozie URL` or OOZIE_URL; the time zone `-timezone`, OOZIE_TIMEZONE or GMT;
 authentication `-auth` or OOZIE_AUTH (SIMPLE, BASIC, TOKEN), else BASIC when a user name is
@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn, TextIO
 
 from oozieclient import __version__, commands
+from oozieclient.configuration import UsageError, properties_and_headers
 from oozieclient.http import AUTH_TYPES, Credentials, OozieClient, OozieClientError, stderr_debug
 from oozieclient.properties import ConfigurationError
 
@@ -114,7 +115,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports instead of exiting: the message becomes `Invalid sub-command: ...`."""
 
     def error(self, message: str) -> NoReturn:
-        raise commands.UsageError(message)
+        raise UsageError(message)
 
 
 def usage(only: str = "") -> str:
@@ -197,7 +198,7 @@ def main(
     err = sys.stderr if stderr is None else stderr
     try:
         if not args:
-            raise commands.UsageError("Missing sub-command")
+            raise UsageError("Missing sub-command")
         name = args[0]
         if name == "help":
             print(usage(args[1] if len(args) > 1 else ""), file=out)
@@ -206,20 +207,20 @@ def main(
             print(f"Oozie client build version: {__version__}", file=out)
             return 0
         if name not in SUB_COMMANDS:
-            raise commands.UsageError(f"Invalid sub-command [{name}]")
+            raise UsageError(f"Invalid sub-command [{name}]")
         options = parser_for(name).parse_args(args[1:])
         if name != "validate" and getattr(options, "files", None):
-            raise commands.UsageError(f"unexpected arguments: {' '.join(options.files)}")
+            raise UsageError(f"unexpected arguments: {' '.join(options.files)}")
         url = options.oozie or env.get(ENV_URL)
         if not url:
             raise OozieClientError("E0000", "Oozie URL is not available neither in command option or in the environment")
-        _, headers = commands.properties_and_headers(options.defines)
+        _, headers = properties_and_headers(options.defines)
         client = OozieClient(
             url, credentials(options, env, sys.stdin), headers=headers, insecure=options.insecure,
             do_as=options.doas or "", debug=stderr_debug(options.debug or bool(env.get(ENV_DEBUG))),
         )
         return SUB_COMMANDS[name][3](client, options, env, out, err)
-    except commands.UsageError as exc:
+    except UsageError as exc:
         print(f"Invalid sub-command: {exc}", file=err)
         print("", file=err)
         print(SHORT_HELP, file=err)

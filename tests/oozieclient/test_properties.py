@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from oozieclient import render
-from oozieclient.commands import job_configuration, local_application_hint, properties_and_headers
+from oozieclient.configuration import (
+    job_configuration,
+    local_application_hint,
+    properties_and_headers,
+)
 from oozieclient.properties import (
     ConfigurationError,
     configuration_xml,
