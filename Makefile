@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-PURE   := $(wildcard oozie datasets/timeline coordinators/plan bundles/definitions batches/definitions kernel/time_axis.py)
+PURE   := $(wildcard oozie oozieclient datasets/timeline coordinators/plan bundles/definitions batches/definitions kernel/time_axis.py)
 
 .PHONY: run test lint typecheck pytest install lock clean
 
