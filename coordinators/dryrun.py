@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -51,13 +52,17 @@ def dryrun(
     processing_timezone: str = "UTC",
     max_instances: int = DEFAULT_MAX_INSTANCES,
     loader: Loader | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Plans of up to max_actions actions (start to end, end exclusive), in the dry-run JSON shape.
 
-    Every refusal, whatever layer finds it, is a DefinitionError: the command prints one line.
+    `properties` are the job's (the CLI's: the file, its `-D` values over it, expanded); without
+    them the file is read. Every refusal, whatever layer finds it, is a DefinitionError: the
+    command prints one line.
     """
     try:
-        properties = load_configuration(_read(config, "configuration"), str(config))
+        if properties is None:
+            properties = load_configuration(_read(config, "configuration"), str(config))
         # As Oozie reads it: `${nameNode}/apps/x` names the nameNode property (a Hadoop configuration).
         app_path = expand_properties(properties, user=properties.get(USER_NAME) or getpass.getuser()).get(COORD_APP_PATH)
         if not app_path:

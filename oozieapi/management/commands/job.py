@@ -53,6 +53,7 @@ from oozie.properties import (
     COORD_APP_PATH,
     WF_APP_PATH,
     WF_RERUN_FAIL_NODES,
+    unresolved_references,
 )
 from oozieapi.errors import OozieError
 from oozieapi.ids import is_bundle_id as is_bundle
@@ -69,6 +70,17 @@ from workflows.services import (
 )
 
 VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change", "rerun", "ignore", "update", "log", "dryrun")
+
+
+def defines(values: list[str]) -> dict[str, str]:
+    """The `-D name=value` options as properties (the last of a name wins); a ValueError names a malformed one."""
+    result: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"-D {value!r}: write -D name=value")
+        result[name.strip()] = text
+    return result
 
 
 class Command(BaseCommand):
@@ -92,6 +104,8 @@ class Command(BaseCommand):
             group.add_argument(f"-{verb}", dest=verb, metavar="JOB_ID")
         parser.add_argument("-dryrun", action="store_true", help="with -config: plan a submission; with -update: show the diff only")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
+        parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                            help="a job property, over the -config file's (repeatable); ${name} references expanded")
         add_user_option(parser)
         parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING "
                             "(bundles: endtime and pausetime)")
@@ -119,6 +133,8 @@ class Command(BaseCommand):
             raise CommandError(f"-dryrun goes with -config alone, or with -update; not with -{verb}")
         if verb is None:
             raise CommandError(f"give one of {', '.join('-' + v for v in VERBS)}")
+        if options["defines"] and verb not in ("run", "submit", "dryrun", "rerun", "update"):
+            raise CommandError(f"-D goes with -run, -submit, -dryrun, -rerun or -update; not with -{verb}")
         try:
             job_id = options.get(verb) if verb not in ("run", "submit", "dryrun") else None
             if isinstance(job_id, str) and is_workflow(job_id) and verb in ("info", "start", "kill", "suspend", "resume", "rerun"):
@@ -165,11 +181,16 @@ class Command(BaseCommand):
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+        properties.update(defines(options["defines"]))
         # As Oozie reads a job.properties: user.name is the -user (another name only for an admin), and
         # ${nameNode}/user/${user.name}/... references to other properties are expanded.
         submitter = self._dryrun_user(options) if verb == "dryrun" else self._user(options)
         properties = submitter_properties(properties, submitter)
         named = [p for p in (COORD_APP_PATH, BUNDLE_APP_PATH, WF_APP_PATH) if p in properties]
+        for name in named:
+            for missing in unresolved_references(properties[name]):
+                raise CommandError(f"{name}={properties[name]}: ${{{missing}}} names no property "
+                                   f"(set it in {config} or with -D {missing}=...)")
         if len(named) > 1:
             raise CommandError(f"{config}: set only one of {', '.join(named)}, not both")
         if WF_APP_PATH in properties:
@@ -179,7 +200,7 @@ class Command(BaseCommand):
             self._submit_bundle(verb, config, properties, options)
             return
         if verb == "dryrun":
-            result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)
+            result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000, properties=properties)
             self.stdout.write(dumps(result) if options["format"] == "json" else as_text(result))
             return
         if COORD_APP_PATH not in properties:
@@ -267,6 +288,7 @@ class Command(BaseCommand):
                         properties = load_configuration(config.read_bytes(), str(config))
                     except OSError as exc:
                         raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+                properties.update(defines(options["defines"]))
                 if options["failed"]:
                     properties[WF_RERUN_FAIL_NODES] = "true"
                 request_rerun(job_id, properties, check=may_modify)
@@ -380,10 +402,13 @@ class Command(BaseCommand):
                 configuration = load_configuration(config.read_bytes(), str(config))
             except OSError as exc:
                 raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+            configuration.update(defines(options["defines"]))
             path = configuration.get(COORD_APP_PATH, "").strip()
             if path and "://" not in path and not Path(path).is_absolute():
                 # As for -submit: a relative application path is relative to the properties file.
                 configuration[COORD_APP_PATH] = str((config.parent / path).resolve())
+        elif options["defines"]:
+            raise CommandError("-update takes -D only with -config (the new configuration, -D over it)")
         self._existing(job_id)
         actor = self._user(options)
         # An ACL member may update another's job: the diff shows both configurations, secrets masked for them.
