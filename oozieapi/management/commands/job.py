@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -44,9 +44,10 @@ from coordinators.services import (
     update_job,
 )
 from datasets.timeline import format_datetime
-from kernel.cli import acting_user, add_user_option, one_line
+from kernel.cli import ProductCommand, acting_user, add_user_option, one_line
 from kernel.permissions import JobPermissionDenied, check_modify, check_read, submitter_properties
 from kernel.secrets import Masker, masker_for
+from kernel.storage import map_uri
 from oozie.definitions import DefinitionError, load_configuration
 from oozie.properties import (
     BUNDLE_APP_PATH,
@@ -83,7 +84,7 @@ def defines(values: list[str]) -> dict[str, str]:
     return result
 
 
-class Command(BaseCommand):
+class Command(ProductCommand):
     """Submit and control coordinator and bundle jobs as `oozie job` does."""
 
     help = (
@@ -249,12 +250,12 @@ class Command(BaseCommand):
             definition = prepared.definition
             if options["format"] == "json":
                 self.stdout.write(json.dumps({
-                    "name": definition.name, "app_path": prepared.app_path,
+                    "name": definition.name, "app_path": map_uri(prepared.app_path),
                     "configuration": dict(prepared.configuration), "definition": definition.to_json(),
                 }, indent=2))
                 return
             lines = [f"workflow {definition.name} ({definition.schema}): valid, {len(definition.nodes)} nodes",
-                     f"start -> {definition.start}"]
+                     f"app {map_uri(prepared.app_path)}", f"start -> {definition.start}"]
             for node in definition.nodes.values():
                 kind = node.action_type or node.kind
                 lines.append(f"  {node.name:<30} {kind:<12} -> {', '.join(node.transitions()) or '-'}")
