@@ -52,6 +52,7 @@ def check_payload_url(url: str, *, trusted: bool = False, what: str = "payload_u
     """
     if not url or len(url) > 2000 or "\x00" in url or any(ord(c) < 32 for c in url):
         raise PayloadRefused(f"{what}: not a URL of at most 2000 printable characters")
+    url = storage.map_uri(url)  # a migrated application's URI (STORAGE_URI_MAP): checked and opened as what it maps to
     protocol, _ = _split(url)
     if protocol in ("http", "https"):
         if not settings.BATCH_ALLOW_HTTP:

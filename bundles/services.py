@@ -35,11 +35,13 @@ from bundles.commands.rerun import plan_rerun
 from bundles.definitions import parse_bundle, resolve_bundle, run_configuration
 from bundles.models import JOB_ID_SUFFIX, BundleJob
 from coordinators.choices import IllegalTransition
+from coordinators.dryrun import mapped
 from coordinators.models import CoordinatorAction, next_job_id
 from coordinators.plan import iter_action_plans
 from coordinators.preparation import check_storable, prepare_coordinator
 from kernel.application_sources import check_readable, read_application
 from kernel.permissions import check_modify
+from kernel.storage import map_uri
 from oozie.definitions import DefinitionError
 from oozie.properties import BUNDLE_APP_PATH, BUNDLE_EXTERNAL_ID
 from workflows.notifications import check_notification_properties
@@ -69,14 +71,14 @@ def bundle_directory(app_path: str, *, trusted: bool = False) -> str:
     app_path = app_path.strip()
     if not app_path:
         return ""
-    check_readable(app_path, BUNDLE_APP_PATH, trusted=trusted)
+    opened = check_readable(app_path, BUNDLE_APP_PATH, trusted=trusted)  # mapped (STORAGE_URI_MAP)
     try:
-        fs, path = fsspec.core.url_to_fs(app_path)
+        fs, path = fsspec.core.url_to_fs(opened)
         directory = path.rstrip("/") if fs.isdir(path) else path.rsplit("/", 1)[0]
     except (OSError, ValueError, ImportError):
         return ""
-    if "://" in app_path and "://" not in directory:
-        directory = f"{app_path.split('://', 1)[0]}://{directory}"
+    if "://" in app_path and "://" not in directory:  # a plain path stays one (plain paths are never mapped)
+        directory = f"{opened.split('://', 1)[0]}://{directory}"
     return directory
 
 
@@ -220,14 +222,14 @@ def dryrun_bundle(
     coordinators = []
     for coordinator in resolved.coordinators:
         entry: dict[str, Any] = {
-            "name": coordinator.name, "app_path": coordinator.app_path, "critical": coordinator.critical,
+            "name": coordinator.name, "app_path": map_uri(coordinator.app_path), "critical": coordinator.critical,
             "enabled": coordinator.enabled,
             "configuration": run_configuration(resolved, coordinator, user=owner.get_username()),
             "actions": [],
         }
         if coordinator.enabled:
             plans = iter_action_plans(prepared[coordinator.name].resolved, now=now, max_actions=max_actions)
-            entry["actions"] = [plan.as_json() for plan in plans]
+            entry["actions"] = mapped([plan.as_json() for plan in plans])  # where the runs read and write (STORAGE_URI_MAP)
         coordinators.append(entry)
     return {
         "name": resolved.name,

@@ -20,7 +20,7 @@ from django.utils import timezone
 from coordinators.models import CoordinatorJob
 from coordinators.plan import ResolvedCoordinator, resolve_coordinator
 from coordinators.sla.evaluate import validate_sla
-from kernel import user_tasks
+from kernel import storage, user_tasks
 from kernel.application_sources import (
     snapshot_loader,
     submission_loader,
@@ -91,10 +91,11 @@ def check_workflow_application(app_path: str, *, trusted: bool, source: str) -> 
     if "${" in app_path:
         return
 
-    protocol = app_path.split("://", 1)[0].lower() if "://" in app_path else "file"
+    mapped = storage.map_uri(app_path)  # a migrated application's URI: the storage it maps to
+    protocol = mapped.split("://", 1)[0].lower() if "://" in mapped else "file"
     try:
         if protocol != "file":
-            fsspec.core.url_to_fs(app_path)  # the storage's implementation is importable (hdfs needs pyarrow)
+            fsspec.core.url_to_fs(storage.map_uri(app_path))  # the storage's implementation is importable (hdfs needs pyarrow)
     except (ImportError, ValueError) as exc:
         raise DefinitionError(
             f"app-path {app_path!r}: {protocol}:// storage is not available on this server ({exc}); "

@@ -38,6 +38,7 @@ from coordinators.commands.update import (
     update_configuration,
     update_diff,
 )
+from coordinators.dryrun import mapped
 from coordinators.models import CoordinatorAction, CoordinatorJob, next_job_id
 from coordinators.plan import iter_action_plans, resolve_coordinator
 from coordinators.preparation import (
@@ -209,7 +210,8 @@ def dryrun_submission(
     validate_sla(resolved, now=now)
     if max_actions < 1:
         raise ValueError("max_actions must be at least 1")
-    return {"actions": [plan.as_json() for plan in iter_action_plans(resolved, now=now, max_actions=max_actions)]}
+    plans = iter_action_plans(resolved, now=now, max_actions=max_actions)
+    return {"actions": mapped([plan.as_json() for plan in plans])}  # where the run reads and writes (STORAGE_URI_MAP)
 
 
 def announce_dataset(uri: str, *, actor: Any) -> dict[str, Any]:

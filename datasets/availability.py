@@ -9,6 +9,7 @@ from datetime import datetime
 import fsspec
 
 from datasets.models import ANY_FLAG, AvailableInstance, uri_key
+from kernel import storage
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +22,12 @@ def flag_path(uri: str, done_flag: str) -> str:
 
 
 def exists_on_storage(uri: str, done_flag: str) -> bool:
-    """Ask storage (file://, plain paths, memory://, s3://, hdfs:// with their fsspec packages)."""
-    target = flag_path(uri, done_flag)
+    """Ask storage (file://, plain paths, memory://, s3://, hdfs:// with their fsspec packages).
+
+    A migrated dataset's URI is looked for where it maps to (STORAGE_URI_MAP); what is recorded
+    as available keeps the URI the coordinator names.
+    """
+    target = storage.map_uri(flag_path(uri, done_flag))
     try:
         fs, path = fsspec.core.url_to_fs(target)
         return bool(fs.exists(path))

@@ -40,7 +40,7 @@ def _split(url: str) -> tuple[str, str]:
 def is_allowed(url: str) -> bool:
     """Whether url lies under one of the application roots (compared as fsspec opens it: kernel.storage)."""
     try:
-        return storage.under(storage.resolve(url), settings.COORD_APPLICATION_ROOTS)
+        return storage.under(storage.resolve(storage.map_uri(url)), settings.COORD_APPLICATION_ROOTS)
     except storage.StorageURLError:
         return False
 
@@ -48,23 +48,27 @@ def is_allowed(url: str) -> bool:
 def check_readable(url: str, what: str, *, trusted: bool = False) -> str:
     """The URL to open: refuse a protocol outside COORD_INCLUDE_PROTOCOLS or (untrusted) a path outside COORD_APPLICATION_ROOTS.
 
-    Untrusted reads open the resolved URL that was checked (symbolic links followed), not what
-    the submitter wrote; trusted ones (the CLI on the server) open what they name.
+    A URI of a migrated application is mapped first (STORAGE_URI_MAP): the protocol and the
+    roots are checked on what it maps to, which is what is opened. Untrusted reads open the
+    resolved URL that was checked (symbolic links followed), not what the submitter wrote;
+    trusted ones (the CLI on the server) open what they name, mapped.
     """
-    protocol, _ = _split(url)
+    mapped = storage.map_uri(url)
+    note = storage.mapped_note(url, mapped)
+    protocol, _ = _split(mapped)
     if protocol not in settings.COORD_INCLUDE_PROTOCOLS:
         raise DefinitionError(
-            f"{what} {url!r}: protocol {protocol!r} is not allowed "
+            f"{what} {url!r}{note}: protocol {protocol!r} is not allowed "
             f"(COORD_INCLUDE_PROTOCOLS: {', '.join(settings.COORD_INCLUDE_PROTOCOLS)})",
             source=url,
         )
     if trusted:
-        return url
+        return mapped
     try:
-        return storage.check_under(url, settings.COORD_APPLICATION_ROOTS, setting="COORD_APPLICATION_ROOTS", what=what).url
+        return storage.check_under(mapped, settings.COORD_APPLICATION_ROOTS, setting="COORD_APPLICATION_ROOTS", what=what).url
     except storage.OutsideRoots:
         raise DefinitionError(
-            f"{what} {url!r} is outside the application roots (COORD_APPLICATION_ROOTS)", source=url
+            f"{what} {url!r}{note} is outside the application roots (COORD_APPLICATION_ROOTS)", source=url
         ) from None
     except storage.StorageURLError as exc:
         raise DefinitionError(f"{what} {url!r}: {exc}", source=url) from None
@@ -134,7 +138,8 @@ def read_application(
         raise ApplicationUnreadableError(f"{app_path} is larger than {MAX_FILE_BYTES} bytes", source=app_path)
     protocol, _ = _split(opened)
     directory = path.rsplit("/", 1)[0]
-    # A plain local path stays one (the job shows what was submitted, resolved); URLs keep their protocol.
+    # A plain local path stays one (the job shows what was submitted, resolved); URLs keep their
+    # protocol (a mapped one's: relative includes are read where the application was).
     app_dir = directory if "://" not in app_path else f"{protocol}://{directory.split('://', 1)[-1]}"
     try:
         return data.decode("utf-8"), app_dir

@@ -20,6 +20,10 @@ being relative to the working directory; the host of `hdfs://namenode/x` or the 
 paths segment by segment: `file:///data` admits `/data` and `/data/x`, never `/database`. A
 bare `s3://` root admits the whole protocol. A root that does not resolve admits nothing.
 
+`map_uri` moves the URIs of migrated applications (STORAGE_URI_MAP: `hdfs://namenode:8020` read
+as `file:///srv/hdfs`) before anything else: every caller maps first, then checks the mapped URI
+against its roots and opens that, so a mapping never widens what the roots admit.
+
 What remains (SECURITY.md): a local user who can write inside a root may swap a checked
 directory for a symbolic link between the check and the open; roots should be directories
 only the service writes to.
@@ -38,6 +42,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import fsspec
+from django.conf import settings
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +120,39 @@ def _segments_are_plain(path: str, *, dots_allowed: bool) -> None:
             raise StorageURLError(f"a {segment!r} segment is not allowed in a path on this file system")
 
 
+def _prefix_of(source: str) -> str:
+    """A mapped prefix as matched: whole segments, so `hdfs://nn` never matches `hdfs://nn2/x`."""
+    return source if source.endswith("/") else source + "/"
+
+
+def map_uri(url: str) -> str:
+    """`url` with its longest STORAGE_URI_MAP prefix replaced by that prefix's target; unchanged if none matches.
+
+    Prefixes match whole segments (`hdfs://namenode:8020` matches itself and
+    `hdfs://namenode:8020/user/x`, not `hdfs://namenode:80201`); a target is never itself mapped
+    (project.env refuses chains), so mapping twice changes nothing.
+    """
+    if not isinstance(url, str):
+        return url
+    text = url.strip()
+    best = ""
+    for source in settings.STORAGE_URI_MAP:
+        if (text == source or text.startswith(_prefix_of(source))) and len(source) > len(best):
+            best = source
+    if not best:
+        return url
+    target: str = settings.STORAGE_URI_MAP[best]
+    rest = text[len(best):].lstrip("/")
+    if not rest:
+        return target
+    return target + rest if target.endswith("/") else f"{target}/{rest}"
+
+
+def mapped_note(url: str, opened: str) -> str:
+    """` (mapped to X by STORAGE_URI_MAP)` when a URL was mapped, for messages naming what the user wrote; else ''."""
+    return f" (mapped to {opened!r} by STORAGE_URI_MAP)" if opened.strip() != url.strip() else ""
+
+
 def resolve(url: str) -> StoragePath:
     """The file system and path fsspec would open for `url`, local paths resolved (StorageURLError if refused)."""
     if not isinstance(url, str) or not url.strip():
@@ -181,8 +219,9 @@ def under(target: StoragePath, roots: Iterable[str]) -> bool:
 
 
 def check_under(url: str, roots: Iterable[str], *, setting: str, what: str = "path") -> StoragePath:
-    """The resolved URL when it lies under the roots; OutsideRoots naming the setting, StorageURLError if malformed."""
-    target = resolve(url)
+    """The resolved URL, mapped (map_uri), when it lies under the roots; OutsideRoots naming the setting, StorageURLError if malformed."""
+    mapped = map_uri(url)
+    target = resolve(mapped)
     if not under(target, roots):
-        raise OutsideRoots(f"{what} {url[:200]!r} is outside the allowed roots ({setting})")
+        raise OutsideRoots(f"{what} {url[:200]!r}{mapped_note(url, mapped)} is outside the allowed roots ({setting})")
     return target

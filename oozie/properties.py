@@ -63,3 +63,8 @@ def expand_properties(properties: Mapping[str, str], *, user: str, source: str =
         )
 
     return {name: expand(name, value) if "${" in value else value for name, value in properties.items()}
+
+
+def unresolved_references(value: str) -> list[str]:
+    """The `${name}` references left in an expanded value: names no property defines (EL functions, `a:b(...)`, aside)."""
+    return [name for name in _PROPERTY_REFERENCE.findall(value) if "(" not in name]

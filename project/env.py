@@ -62,6 +62,29 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_uri_map(name: str) -> dict[str, str]:
+    """Read `from=to,from2=to2` URI prefix pairs (kernel.storage.map_uri): each side a URI with `://`.
+
+    A target lying under a source would map twice (a chain): refused, so mapping is done once.
+    """
+    result: dict[str, str] = {}
+    for item in env_list(name, []):
+        source, sep, target = (part.strip() for part in item.partition("="))
+        if not sep or "://" not in source or "://" not in target:
+            raise ConfigurationError(f"{name}: {item!r} is not from=to with a URI on each side (hdfs://nn:8020=file:///srv/hdfs)")
+        source = source if source.endswith("://") else source.rstrip("/")
+        if source in result:
+            raise ConfigurationError(f"{name}: {source!r} is mapped twice")
+        result[source] = target
+    for source, target in result.items():
+        for other in result:
+            if target == other or target.startswith(other if other.endswith("/") else other + "/"):
+                raise ConfigurationError(
+                    f"{name}: the target {target!r} of {source!r} lies under the mapped prefix {other!r} (map each URI once)"
+                )
+    return result
+
+
 # Oozie's processing time zone is UTC or a fixed GMT offset (coordinator spec 4.2), never a
 # zone with DST rules: nominal times would otherwise shift with the seasons.
 _PROCESSING_TZ = re.compile(r"^(?:UTC|GMT|GMT[+-](?P<h>\d{1,2})(?::?(?P<m>\d{2}))?)$")

@@ -19,6 +19,7 @@ from project.env import (
     env_list,
     env_processing_timezone,
     env_str,
+    env_uri_map,
     parse_database_url,
 )
 
@@ -268,6 +269,12 @@ COORD_APPLICATION_ROOTS = env_list(
     "COORD_APPLICATION_ROOTS",
     [f"file://{BASE_DIR / 'examples'}", f"file://{VAR_DIR / 'apps'}", "memory://", "s3://", "hdfs://"],
 )
+# Storage URIs of migrated applications (kernel.storage.map_uri): `from=to` prefix pairs, the longest
+# matching prefix wins, applied wherever a URI is read or written (application paths, includes,
+# datasets and done-flags, fs actions and fs: functions, sub-workflows); what a URI maps to is
+# then checked against the roots above and below like any other URI.
+# STORAGE_URI_MAP="hdfs://namenode:8020=file:///srv/hdfs,hdfs://nn2=s3://bucket/prefix"
+STORAGE_URI_MAP = env_uri_map("STORAGE_URI_MAP")
 # Where submitted coordinators may read <include>d dataset files from (no http(s): no SSRF).
 COORD_INCLUDE_PROTOCOLS = env_list("COORD_INCLUDE_PROTOCOLS", ["file", "memory", "s3", "hdfs"])
 # Batches (ingest): how many stages run at once (each job takes a slot per stage, lowest

@@ -21,6 +21,7 @@ from coordinators.preparation import load_resolved
 from coordinators.sla.service import follow_rerun
 from datasets.models import AvailableInstance, uri_key
 from datasets.timeline import TimelineError, format_datetime, parse_datetime
+from kernel import storage
 from oozie.definitions import DefinitionError
 from xcommands.errors import PreconditionFailed
 from xcommands.queue import enqueue
@@ -137,7 +138,7 @@ def clean_outputs(action: CoordinatorAction, keep: set[str]) -> list[str]:
             continue
         for uri in uris:
             try:
-                fs, path = fsspec.core.url_to_fs(uri)
+                fs, path = fsspec.core.url_to_fs(storage.map_uri(uri))  # a migrated dataset: where it maps to
                 if fs.exists(path):
                     fs.rm(path, recursive=True)
                     removed.append(uri)

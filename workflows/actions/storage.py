@@ -60,6 +60,8 @@ def protocol_of(url: str) -> str:
 def check_allowed(url: str) -> str:
     """The URL to open: refuse one without a file system (FS001), malformed, or outside WORKFLOW_FS_ROOTS (FS014).
 
+    A migrated application's URI is mapped first (kernel.storage.map_uri) and the mapped URI checked and opened.
+
     The roots are compared as fsspec opens the path (kernel.storage): local paths resolved,
     symbolic links followed; the resolved URL is what the action then opens.
     """
@@ -67,12 +69,14 @@ def check_allowed(url: str) -> str:
         raise StorageError("FS001", f"Missing scheme in path [{url}] (write file:///path for a local file)")
     if "::" in url:
         raise StorageError("FS001", f"Chained file systems are not allowed in path [{url}]")
+    mapped = storage.map_uri(url)  # a migrated application's URI (STORAGE_URI_MAP), checked as what it maps to
+    note = storage.mapped_note(url, mapped)
     try:
-        target = storage.resolve(url)
+        target = storage.resolve(mapped)
     except storage.StorageURLError as exc:
-        raise StorageError("FS001", f"Path [{url}] cannot be used: {exc}") from None
+        raise StorageError("FS001", f"Path [{url}]{note} cannot be used: {exc}") from None
     if not storage.under(target, fs_roots()):
-        raise StorageError("FS014", f"Path [{url}] is outside the workflow file system roots (WORKFLOW_FS_ROOTS)")
+        raise StorageError("FS014", f"Path [{url}]{note} is outside the workflow file system roots (WORKFLOW_FS_ROOTS)")
     return target.url
 
 
@@ -84,7 +88,7 @@ def locate(url: str) -> Location:
         fs, path = fsspec.core.url_to_fs(opened)
     except (ImportError, ValueError) as exc:
         raise StorageError("FS001", f"File system of path [{url}] is not available: {exc}") from None
-    return Location(url, protocol_of(url), fs, str(path))
+    return Location(url, protocol_of(opened), fs, str(path))  # the protocol of what is opened (a mapped URI's)
 
 
 def has_glob(location: Location) -> bool:

@@ -14,14 +14,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from batches import services
 from batches.choices import PRIORITY_MAX, PRIORITY_MIN, JobStatus, SubmissionMode, SubmissionType
 from batches.commands import NeedsConfirmation
 from batches.models import Batch, BatchJob, BatchReport, Collection
 from datasets.timeline import format_datetime
-from kernel.cli import acting_user, add_user_option
+from kernel.cli import ProductCommand, acting_user, add_user_option
 from kernel.permissions import JobPermissionDenied
 from kernel.statemachine import IllegalTransition
 
@@ -60,7 +60,7 @@ def _confirm_hint(exc: NeedsConfirmation) -> str:
     )
 
 
-class Command(BaseCommand):
+class Command(ProductCommand):
     """Submit and control batches: one subcommand per verb."""
 
     help = (

@@ -6,14 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from coordinators.dryrun import as_text, dryrun, dumps
+from kernel.cli import ProductCommand
 from oozie.definitions import DefinitionError, fsspec_loader
 
 
-class Command(BaseCommand):
+class Command(ProductCommand):
     """Coordinator tools that need no database: dryrun."""
 
     help = "Coordinator tools. dryrun: print every action's nominal time, inputs, outputs and configuration."

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -44,15 +44,17 @@ from coordinators.services import (
     update_job,
 )
 from datasets.timeline import format_datetime
-from kernel.cli import acting_user, add_user_option, one_line
+from kernel.cli import ProductCommand, acting_user, add_user_option, one_line
 from kernel.permissions import JobPermissionDenied, check_modify, check_read, submitter_properties
 from kernel.secrets import Masker, masker_for
+from kernel.storage import map_uri
 from oozie.definitions import DefinitionError, load_configuration
 from oozie.properties import (
     BUNDLE_APP_PATH,
     COORD_APP_PATH,
     WF_APP_PATH,
     WF_RERUN_FAIL_NODES,
+    unresolved_references,
 )
 from oozieapi.cli_nodes import NODE_VERBS, check_options, run_node_verb
 from oozieapi.errors import OozieError
@@ -73,7 +75,18 @@ VERBS = ("run", "submit", "start", "info", "kill", "suspend", "resume", "change"
          "dryrun", *NODE_VERBS)
 
 
-class Command(BaseCommand):
+def defines(values: list[str]) -> dict[str, str]:
+    """The `-D name=value` options as properties (the last of a name wins); a ValueError names a malformed one."""
+    result: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"-D {value!r}: write -D name=value")
+        result[name.strip()] = text
+    return result
+
+
+class Command(ProductCommand):
     """Submit and control coordinator and bundle jobs as `oozie job` does."""
 
     help = (
@@ -97,6 +110,8 @@ class Command(BaseCommand):
             group.add_argument(f"-{verb}", dest=verb, metavar="WF_ID@NODE")
         parser.add_argument("-dryrun", action="store_true", help="with -config: plan a submission; with -update: show the diff only")
         parser.add_argument("-config", help="job .properties or Hadoop XML configuration file")
+        parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                            help="a job property, over the -config file's (repeatable); ${name} references expanded")
         add_user_option(parser)
         parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING "
                             "(bundles: endtime and pausetime)")
@@ -127,6 +142,8 @@ class Command(BaseCommand):
         if verb is None:
             raise CommandError(f"give one of {', '.join('-' + v for v in VERBS)}")
         check_options(verb, options)
+        if options["defines"] and verb not in ("run", "submit", "dryrun", "rerun", "update"):
+            raise CommandError(f"-D goes with -run, -submit, -dryrun, -rerun or -update; not with -{verb}")
         try:
             job_id = options.get(verb) if verb not in ("run", "submit", "dryrun") else None
             if isinstance(job_id, str) and is_workflow(job_id) and verb in ("info", "start", "kill", "suspend", "resume", "rerun"):
@@ -175,11 +192,16 @@ class Command(BaseCommand):
             properties = load_configuration(config.read_bytes(), str(config))
         except OSError as exc:
             raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+        properties.update(defines(options["defines"]))
         # As Oozie reads a job.properties: user.name is the -user (another name only for an admin), and
         # ${nameNode}/user/${user.name}/... references to other properties are expanded.
         submitter = self._dryrun_user(options) if verb == "dryrun" else self._user(options)
         properties = submitter_properties(properties, submitter)
         named = [p for p in (COORD_APP_PATH, BUNDLE_APP_PATH, WF_APP_PATH) if p in properties]
+        for name in named:
+            for missing in unresolved_references(properties[name]):
+                raise CommandError(f"{name}={properties[name]}: ${{{missing}}} names no property "
+                                   f"(set it in {config} or with -D {missing}=...)")
         if len(named) > 1:
             raise CommandError(f"{config}: set only one of {', '.join(named)}, not both")
         if WF_APP_PATH in properties:
@@ -189,7 +211,7 @@ class Command(BaseCommand):
             self._submit_bundle(verb, config, properties, options)
             return
         if verb == "dryrun":
-            result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000)
+            result = dryrun(config, now=timezone.now(), max_actions=options["len"] or 1000, properties=properties)
             self.stdout.write(dumps(result) if options["format"] == "json" else as_text(result))
             return
         if COORD_APP_PATH not in properties:
@@ -238,12 +260,12 @@ class Command(BaseCommand):
             definition = prepared.definition
             if options["format"] == "json":
                 self.stdout.write(json.dumps({
-                    "name": definition.name, "app_path": prepared.app_path,
+                    "name": definition.name, "app_path": map_uri(prepared.app_path),
                     "configuration": dict(prepared.configuration), "definition": definition.to_json(),
                 }, indent=2))
                 return
             lines = [f"workflow {definition.name} ({definition.schema}): valid, {len(definition.nodes)} nodes",
-                     f"start -> {definition.start}"]
+                     f"app {map_uri(prepared.app_path)}", f"start -> {definition.start}"]
             for node in definition.nodes.values():
                 kind = node.action_type or node.kind
                 lines.append(f"  {node.name:<30} {kind:<12} -> {', '.join(node.transitions()) or '-'}")
@@ -277,6 +299,7 @@ class Command(BaseCommand):
                         properties = load_configuration(config.read_bytes(), str(config))
                     except OSError as exc:
                         raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+                properties.update(defines(options["defines"]))
                 if options["failed"]:
                     properties[WF_RERUN_FAIL_NODES] = "true"
                 request_rerun(job_id, properties, check=may_modify)
@@ -390,10 +413,13 @@ class Command(BaseCommand):
                 configuration = load_configuration(config.read_bytes(), str(config))
             except OSError as exc:
                 raise CommandError(f"cannot read {config}: {exc.strerror or exc}") from None
+            configuration.update(defines(options["defines"]))
             path = configuration.get(COORD_APP_PATH, "").strip()
             if path and "://" not in path and not Path(path).is_absolute():
                 # As for -submit: a relative application path is relative to the properties file.
                 configuration[COORD_APP_PATH] = str((config.parent / path).resolve())
+        elif options["defines"]:
+            raise CommandError("-update takes -D only with -config (the new configuration, -D over it)")
         self._existing(job_id)
         actor = self._user(options)
         # An ACL member may update another's job: the diff shows both configurations, secrets masked for them.

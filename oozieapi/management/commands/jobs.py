@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -21,7 +21,7 @@ from bundles.models import BundleJob
 from coordinators.choices import JobStatus
 from coordinators.models import CoordinatorJob
 from datasets.timeline import format_datetime
-from kernel.cli import acting_user, add_user_option, table
+from kernel.cli import ProductCommand, acting_user, add_user_option, table
 from kernel.permissions import readable_jobs
 from oozieapi.bulk import owner_scope
 from oozieapi.errors import OozieError
@@ -58,7 +58,7 @@ def job_table(kind: str, jobs: list[Any]) -> list[str]:
     ])
 
 
-class Command(BaseCommand):
+class Command(ProductCommand):
     """List jobs by Oozie's filter, or kill/suspend/resume them in bulk as one operation."""
 
     help = (

@@ -16,9 +16,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import transaction
 from rest_framework.authtoken.models import Token
+
+from kernel.cli import ProductCommand
 
 
 def api_token(user: Any) -> str:
@@ -27,7 +29,7 @@ def api_token(user: Any) -> str:
     return str(token.key)
 
 
-class Command(BaseCommand):
+class Command(ProductCommand):
     """Create users (optionally job admins) and print their API tokens."""
 
     help = "user add NAME [--admin] [--token] [--password-stdin] [--email E]; user token NAME"
