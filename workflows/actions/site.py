@@ -8,6 +8,9 @@ worker (`execute`, an ActionResult). WORKFLOW_ACTION_TYPES registers classes by 
 over BUILTIN_ACTION_TYPES (ssh-action 0.1 and 0.2, distcp-action 1.0: built on this same
 extension point); a namespace mapped to None is switched off.
 
+A wrong registration is ImproperlyConfigured naming the setting, reported by Django's system
+checks (`check_registrations`) when a process starts.
+
 A site action runs like every built-in action: on a worker, under the node's lease (renewed
 by the heartbeat thread), its `prepare` first, its log and output captured into the node's
 try, its ERROR taking the error transition (user retry applies), a `transient` ERROR launched
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.checks import CheckMessage, Error
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 from lxml import etree
@@ -215,3 +219,12 @@ def run(action: SiteAction, spec: Mapping[str, Any], context: ActionContext) -> 
             external_status="KILLED", external_id=result.external_id,
         )
     return result
+
+
+def check_registrations(**kwargs: Any) -> list[CheckMessage]:
+    """Django system check: WORKFLOW_ACTION_TYPES loads (`manage.py check`, every process's start), else an Error."""
+    try:
+        registered()
+    except ImproperlyConfigured as exc:
+        return [Error(str(exc), id="workflows.E001")]
+    return []

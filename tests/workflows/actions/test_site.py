@@ -122,6 +122,14 @@ def test_a_wrong_registration_names_the_setting(settings: Any, mapping: dict[str
     assert "WORKFLOW_ACTION_TYPES" in str(raised.value) and named in str(raised.value)
 
 
+def test_a_wrong_registration_is_a_system_check_error(settings: Any) -> None:
+    """`manage.py check` (and every process's start) reports a registration that cannot load, as workflows.E001."""
+    assert site.check_registrations() == []
+    settings.WORKFLOW_ACTION_TYPES = {ECHO_NS: "tests.workflows.actions.nowhere.Echo"}
+    (message,) = site.check_registrations()
+    assert message.id == "workflows.E001" and "cannot import" in message.msg
+
+
 @pytest.fixture
 def refusable() -> Iterator[list[bool]]:
     """A lease kind whose renewals are refused once the list is not empty (the node moved on)."""
