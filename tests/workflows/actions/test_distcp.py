@@ -114,6 +114,23 @@ class TestThroughTheEngine:
         assert "distcp option -m 4 ignored" in kept.log and "3 files copied" in kept.log
         assert not fsspec.filesystem("memory").exists(f"{roots.removeprefix('memory://')}/copy{STAGING}")
 
+    def test_a_relaunched_node_goes_on_from_what_its_lost_try_left(self, tmp_path: Path, roots: str) -> None:
+        """A lost try left one whole file and one partial temporary file in the staging path: the node's next
+        run keeps the whole one, rewrites the partial one, and renames the staging path to the target."""
+        source = tree(tmp_path)
+        memory = fsspec.filesystem("memory")
+        staging = f"{roots.removeprefix('memory://')}/copy{STAGING}"
+        memory.pipe_file(f"{staging}/a.txt", b"alpha\n")
+        memory.pipe_file(f"{staging}/sub/.c.txt{STAGING}", b"gam")  # cut off mid-write
+        workflow = submit(app(tmp_path, distcp("cp", f"file://{source}", f"{roots}/copy")))
+        drive()
+        workflow.refresh_from_db()
+        assert workflow.status == W.SUCCEEDED, workflow.error_message
+        assert listing(f"{roots}/copy") == listing(f"file://{source}")
+        assert not memory.exists(staging)
+        (kept,) = TaskTry.objects.filter(object_id=f"{workflow.id}@cp")
+        assert "2 files copied" in kept.log and "1 skipped" in kept.log
+
     def test_a_path_outside_the_roots_is_an_error(self, tmp_path: Path, roots: str, settings: Any) -> None:
         """Sources and targets are checked like the fs action's paths (FS014); nothing is written."""
         source = tree(tmp_path)
