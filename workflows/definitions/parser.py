@@ -9,6 +9,7 @@ is refused by name, pointing at that extension point.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,12 +190,29 @@ def _split_list(value: str) -> list[str]:
 
 
 def _site_spec(extension: ActionExtension, element: etree._Element, node: str, source: str) -> dict[str, Any]:
-    """A site action type's spec, from its own parse; DefinitionError if it refuses the element or returns no dict."""
-    spec = extension.parse(element, node=node, source=source)
-    if not isinstance(spec, dict):
+    """A site action type's spec, from its own parse; DefinitionError if it refuses the element or returns no JSON dict.
+
+    A site's parse that raises something else is still the submission's refusal (a 400, not a
+    500), naming the type and the exception.
+    """
+    line, name = source_line(element), local_name(element)
+    try:
+        spec = extension.parse(element, node=node, source=source)
+    except DefinitionError:
+        raise
+    except Exception as exc:
         raise DefinitionError(
-            f"action node {node!r}: the {extension.action_type} action type's parse returned "
-            f"{type(spec).__name__}, not a spec dict", source=source, line=source_line(element), element=local_name(element),
+            f"action node {node!r}: the {extension.action_type} action type cannot read its element: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}", source=source, line=line, element=name,
+        ) from None
+    try:
+        serializable = isinstance(spec, dict) and bool(json.dumps(spec))
+    except (TypeError, ValueError):
+        serializable = False
+    if not serializable:
+        raise DefinitionError(
+            f"action node {node!r}: the {extension.action_type} action type's parse returned no JSON spec dict",
+            source=source, line=line, element=name,
         )
     spec = dict(spec)
     if extension.configurable:

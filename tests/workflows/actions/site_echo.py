@@ -29,6 +29,8 @@ class EchoAction(SiteAction):
     def parse(self, element: etree._Element, *, node: str, source: str) -> dict[str, Any]:
         """{"message": str, "wait": str, "fail": bool}; a literal wait that is not a number is refused."""
         wait = child_text(element, "wait-seconds") or "0"
+        if wait == "crash":
+            raise KeyError("a bug in the site's parse")
         if "${" not in wait and not wait.replace(".", "", 1).isdigit():
             raise refuse(element, node, source, f"echo wait-seconds {wait!r} is not a number")
         return {"message": child_text(element, "message"), "wait": wait, "fail": has_child(element, "fail")}

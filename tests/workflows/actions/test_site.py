@@ -70,7 +70,9 @@ class TestThroughTheEngine:
         ("<wait-seconds>1</wait-seconds>", "message"),  # the XSD: <message> is required
         ("<message>x</message><colour>red</colour>", "colour"),
         ("<message>x</message><wait-seconds>soon</wait-seconds>", "echo wait-seconds 'soon' is not a number"),
-    ], ids=["xsd-missing-element", "xsd-unknown-element", "parse-refusal"])
+        ("<message>x</message><wait-seconds>crash</wait-seconds>",
+         "the echo action type cannot read its element: KeyError: \"a bug in the site's parse\""),
+    ], ids=["xsd-missing-element", "xsd-unknown-element", "parse-refusal", "parse-crash"])
     def test_refused_at_submission_nothing_stored(self, tmp_path: Path, body: str, named: str) -> None:
         """Its XSD and its parse are checked at submission: one line naming the problem; no job stored."""
         with pytest.raises(DefinitionError) as raised:
