@@ -17,6 +17,7 @@ import pytest
 
 from kernel.models import TaskTry
 from oozie.definitions import DefinitionError
+from tests.support.engine import run_pending_commands
 from tests.support.sshd import Server
 from tests.support.workflow_apps import app, drive, submit
 from tests.workflows.actions.test_shell import _assert_dead
@@ -25,6 +26,8 @@ from workflows.actions.ssh import arguments, destination, remote_command
 from workflows.choices import NodeStatus as N
 from workflows.choices import WorkflowStatus as W
 from workflows.models import WorkflowJob, WorkflowNode
+from workflows.runner import run_node
+from workflows.services import request_control
 from xcommands import heartbeat
 
 SSH01 = 'xmlns="uri:oozie:ssh-action:0.1"'
@@ -125,6 +128,34 @@ class TestAgainstSshd:
         node = WorkflowNode.objects.get(workflow=workflow, name="remote")
         assert (node.status, node.error_code) == (N.FAILED, "SSH_CONFIG")
         assert "WORKFLOW_SSH_KEY_FILE" in node.error_message
+
+
+    def test_killing_the_workflow_kills_the_remote_command(self, tmp_path: Path, sshd: Server, settings: Any) -> None:
+        """A workflow killed while its ssh node runs: the worker's lease is refused, the remote command dies, the node is KILLED."""
+        settings.WORKFLOW_LEASE_SECONDS = 3
+        pidfile = tmp_path / "pid"
+        body = (f"<host>{sshd.host}</host><command>sh</command><arg>-c</arg>"
+                f"<arg>echo $$ > {pidfile}; exec sleep 60</arg>")
+        workflow = submit(app(tmp_path, ssh("remote", body)))
+        run_pending_commands()
+        node = WorkflowNode.objects.get(workflow=workflow, name="remote", status=N.PREP)
+        outcome: list[str] = []
+        worker = threading.Thread(target=lambda: outcome.append(run_node(node.pk, node.attempt, "test")))
+        began = time.monotonic()
+        worker.start()
+        while not pidfile.exists() and time.monotonic() - began < 20:
+            time.sleep(0.05)
+        assert pidfile.exists(), "the remote command never started"
+        assert request_control(workflow.id, "kill", check=lambda _: None)
+        run_pending_commands()
+        worker.join(30)
+        assert not worker.is_alive() and outcome == ["fenced"]
+        _assert_dead(int(pidfile.read_text()))
+        workflow.refresh_from_db()
+        node.refresh_from_db()
+        assert (workflow.status, node.status) == (W.KILLED, N.KILLED)
+        (kept,) = TaskTry.objects.filter(object_id=node.id)
+        assert (kept.status, kept.error_code) == ("DISCARDED", "LEASE_LOST")
 
 
 @pytest.fixture
