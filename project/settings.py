@@ -255,6 +255,16 @@ WORKFLOW_FS_ROOTS = env_list(
 WORKFLOW_SHELL_ENABLED = env_bool("WORKFLOW_SHELL_ENABLED", False)
 WORKFLOW_SHELL_TIMEOUT_SECONDS = env_int("WORKFLOW_SHELL_TIMEOUT_SECONDS", 3600)
 WORKFLOW_MAX_OUTPUT_DATA = env_int("WORKFLOW_MAX_OUTPUT_DATA", 2048)
+# Site action types (workflows.actions.site, ADR 0034): {namespace: "package.module.Class" or None},
+# over the built-in ssh-action 0.1/0.2 and distcp-action 1.0; None switches a namespace off.
+WORKFLOW_ACTION_TYPES: dict[str, str | None] = {}
+# ssh actions log in with the operator's key (never a password in the XML), through OpenSSH's
+# client in batch mode; more client options (Port=2222, UserKnownHostsFile=...) in WORKFLOW_SSH_OPTIONS.
+WORKFLOW_SSH_KEY_FILE = env_str("WORKFLOW_SSH_KEY_FILE", "")
+WORKFLOW_SSH_STRICT_HOST_KEY_CHECKING = env_str("WORKFLOW_SSH_STRICT_HOST_KEY_CHECKING", "yes")
+WORKFLOW_SSH_OPTIONS = env_list("WORKFLOW_SSH_OPTIONS", [])
+WORKFLOW_SSH_TIMEOUT_SECONDS = env_int("WORKFLOW_SSH_TIMEOUT_SECONDS", 3600)
+WORKFLOW_SSH_ALLOW_USER_AT_HOST = env_bool("WORKFLOW_SSH_ALLOW_USER_AT_HOST", True)
 # Reads of jobs by users who may not modify them (owner, ACL, admins): allowed unless true.
 COORD_RESTRICT_READS = env_bool("COORD_RESTRICT_READS", False)
 # Secret job properties (kernel.secrets): names matching these globs (case-insensitive) are shown

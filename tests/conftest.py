@@ -32,6 +32,7 @@ pytest_plugins = [
     "tests.support.users",  # ann, bob, carol, admin
     "tests.support.bundles",  # make_bundle
     "tests.support.browser",  # browser, screenshots (headless chromium)
+    "tests.support.sshd",  # sshd (a real OpenSSH server on loopback)
 ]
 
 # The batch helpers assert on the batches they build: rewrite their asserts, as in a conftest.

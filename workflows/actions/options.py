@@ -26,3 +26,28 @@ def shell_timeout_seconds() -> float:
 def max_output_data() -> int:
     """The largest action data (captured stdout, a Celery task's returned map) in bytes."""
     return int(settings.WORKFLOW_MAX_OUTPUT_DATA)
+
+
+def ssh_key_file() -> str:
+    """The private key ssh actions log in with (the operator's; '' refuses every ssh action)."""
+    return str(settings.WORKFLOW_SSH_KEY_FILE or "")
+
+
+def ssh_strict_host_key_checking() -> str:
+    """OpenSSH's StrictHostKeyChecking for ssh actions: yes (default), accept-new, or no."""
+    return str(settings.WORKFLOW_SSH_STRICT_HOST_KEY_CHECKING)
+
+
+def ssh_options() -> list[str]:
+    """More `-o Name=value` options for the ssh client (Port=2222, UserKnownHostsFile=...)."""
+    return [str(option) for option in settings.WORKFLOW_SSH_OPTIONS]
+
+
+def ssh_timeout_seconds() -> float:
+    """How long an ssh action's remote command may run before its connection is cut (and the command killed)."""
+    return float(settings.WORKFLOW_SSH_TIMEOUT_SECONDS)
+
+
+def ssh_allow_user_at_host() -> bool:
+    """Whether `<host>` may name another user than the workflow's owner (Oozie's oozie.action.ssh.allow.user.at.host)."""
+    return bool(settings.WORKFLOW_SSH_ALLOW_USER_AT_HOST)

@@ -71,13 +71,14 @@ def _write_configuration(configuration: Mapping[str, str], workdir: str) -> str:
     return path
 
 
-def _tail(path: str) -> str:
+def tail(path: str) -> str:
+    """The last TAIL_CHARS of a file, as text."""
     with open(path, "rb") as handle:
         handle.seek(max(0, os.path.getsize(path) - TAIL_CHARS))
         return handle.read().decode("utf-8", errors="replace").strip()
 
 
-def _keep_output(stdout_path: str, stderr_path: str) -> None:
+def keep_output(stdout_path: str, stderr_path: str) -> None:
     """The command's stdout and stderr into the try's log (kernel.tries: the tail, bounded, secrets masked)."""
     limit = int(settings.TRY_LOG_MAX_CHARS)
     for title, path in (("stdout", stdout_path), ("stderr", stderr_path)):
@@ -107,7 +108,7 @@ class LeaseLost(Exception):
     """The lease this process runs the command under is lost (xcommands.heartbeat.lost)."""
 
 
-def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> int:
+def wait_for(process: subprocess.Popen[bytes], timeout: float | None) -> int:
     """The command's exit code; TimeoutExpired past `timeout`, LeaseLost as soon as the run's lease is lost."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -121,7 +122,8 @@ def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> int:
             raise LeaseLost
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
+    """SIGKILL a process group (the guard's: the command and all it started); gone already is fine."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -169,16 +171,16 @@ def _run(command: list[str], env: dict[str, str], workdir: str, capture: bool) -
             return error(type(exc).__name__, f"shell command [{command[0]}] cannot be run: {exception_text(exc)}")
         external_id = str(process.pid)
         try:
-            returncode = _wait(process, timeout)
+            returncode = wait_for(process, timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             process.wait()
             return error(
                 "TIMEOUT", f"shell command [{command[0]}] killed after {timeout:g} seconds (WORKFLOW_SHELL_TIMEOUT_SECONDS)",
                 external_status="KILLED", external_id=external_id,
             )
         except LeaseLost:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             process.wait()
             return error(
                 "LEASE_LOST", f"shell command [{command[0]}] killed: this worker lost the node's lease (the node "
@@ -186,15 +188,20 @@ def _run(command: list[str], env: dict[str, str], workdir: str, capture: bool) -
                 external_status="KILLED", external_id=external_id,
             )
         finally:
-            _kill_group(process.pid)  # what it left running in the background goes with it
-            _keep_output(stdout_path, stderr_path)
+            kill_group(process.pid)  # what it left running in the background goes with it
+            keep_output(stdout_path, stderr_path)
     if returncode != 0:
         how = f"exit code [{returncode}]" if returncode > 0 else f"killed by signal [{-returncode}]"
-        stderr_tail = _tail(stderr_path)
+        stderr_tail = tail(stderr_path)
         return error(
             "1", f"shell command [{command[0]}] {how}" + (f": {stderr_tail}" if stderr_tail else ""),
             external_status="FAILED", external_id=external_id,
         )
+    return succeeded(stdout_path, capture, external_id)
+
+
+def succeeded(stdout_path: str, capture: bool, external_id: str) -> ActionResult:
+    """OK, with stdout as the action data (Java properties, WORKFLOW_MAX_OUTPUT_DATA) when captured; else ERROR."""
     data: dict[str, str] = {}
     if capture:
         size, limit = os.path.getsize(stdout_path), max_output_data()

@@ -1,7 +1,7 @@
 """Run a shell action's command so that it dies with the worker process that started it.
 
-`python -I shell_guard.py [--stopped-limit SECONDS] -- <command> <args...>`, started by
-`workflows.actions.shell` in a new session (the guard leads the process group its command and
+`python -I shell_guard.py [--stopped-limit SECONDS] [--keep-stdin] -- <command> <args...>`, started by
+`workflows.actions.shell` (and `workflows.actions.ssh`) in a new session (the guard leads the process group its command and
 the command's children join).
 
 A worker's pool process killed mid-task (SIGKILL, the OOM killer) used to leave its shell
@@ -15,6 +15,10 @@ lease the node runs again elsewhere, while the command, in a session of its own,
 With `--stopped-limit`, the guard looks at its parent twice a second and kills its group once
 the parent has been stopped that long (the node's lease). Work whose lease was lost while the
 pool process ran (a database cut off) is stopped by the pool process itself (shell.py).
+
+With `--keep-stdin` the command reads the guard's standard input (the ssh action's client
+keeps its connection's stdin open that way: its remote end stops the command when it closes);
+otherwise /dev/null.
 
 Standard library only, run in isolated mode (-I): it is a file, not an import of the project.
 """
@@ -94,14 +98,19 @@ def main(argv: list[str]) -> int:
         except ValueError:
             stopped_limit = -1.0
         argv = [argv[0], *argv[3:]]
+    keep_stdin = len(argv) >= 2 and argv[1] == "--keep-stdin"
+    if keep_stdin:
+        argv = [argv[0], *argv[2:]]
     if len(argv) < 3 or argv[1] != "--" or stopped_limit < 0:
-        sys.stderr.write("usage: shell_guard.py [--stopped-limit SECONDS] -- <command> [args...]\n")
+        sys.stderr.write("usage: shell_guard.py [--stopped-limit SECONDS] [--keep-stdin] -- <command> [args...]\n")
         return 2
     parent = os.getppid()
     signal.signal(signal.SIGTERM, _on_parent_death)
     _die_with_parent(parent)
     try:
-        child = subprocess.Popen(argv[2:], stdin=subprocess.DEVNULL, close_fds=True)  # noqa: S603 - the action's command
+        child = subprocess.Popen(  # noqa: S603 - the action's command
+            argv[2:], stdin=None if keep_stdin else subprocess.DEVNULL, close_fds=True,
+        )
     except OSError as exc:
         sys.stderr.write(f"cannot be run: {exc.__class__.__name__}: {exc}\n")
         return CANNOT_RUN

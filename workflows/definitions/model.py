@@ -12,6 +12,9 @@ moment; every variable was already checked at submission):
                  "content_type": str, "attachments": [str]}
 - sub-workflow: {"app_path": str, "propagate_configuration": bool, "configuration": {str: str}}
 - celery:       {"task": str, "args": [str], "kwargs": {str: str}}
+- ssh:          {"host": str, "command": str, "args": [str], "arg": [str], "capture_output": bool}
+- distcp:       {"args": [str]}
+- a site type:  what its `parse` returns (workflows.actions.site; ssh and distcp are such types)
 
 Every action spec may also carry "prepare": [{"op": "delete"|"mkdir", "path": str}] and
 "configuration": {str: str} (the `<global>` configuration under the action's own).
@@ -43,7 +46,7 @@ class NodeDef:
     cases: tuple[tuple[str, str], ...] = ()  # decision: (predicate template, target), in order
     default: str = ""  # decision: the default target
     message: str = ""  # kill: the message template
-    action_type: str = ""  # action: one of ACTION_TYPES
+    action_type: str = ""  # action: one of ACTION_TYPES or a site action type (workflows.actions.site)
     spec: Mapping[str, Any] = field(default_factory=dict)
     retry_max: int = 0  # user retry (spec 18): extra runs after an ERROR
     retry_interval: int = 10  # minutes between user retries

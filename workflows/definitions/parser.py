@@ -1,7 +1,15 @@
-"""workflow.xml -> WorkflowApp: hardened parse, refusal of unsupported actions, XSD validation, extraction, DAG checks."""
+"""workflow.xml -> WorkflowApp: hardened parse, refusal of unsupported actions, XSD validation, extraction, DAG checks.
+
+Action types: fs and sub-workflow (the workflow's namespace), the packaged extensions (shell,
+email, celery), and the site action types registered by namespace (workflows.actions.site,
+WORKFLOW_ACTION_TYPES: ssh and distcp by default), each validated against its own XSD and
+turned into a spec by its own `parse`. Any other action (Oozie's Hadoop actions among them)
+is refused by name, pointing at that extension point.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +25,10 @@ from workflows.definitions.errors import (
     UnsupportedActionError,
     WorkflowGraphError,
 )
+from workflows.definitions.extensions import ActionExtension, Extensions
 from workflows.definitions.graph import START_NODE, check_graph
 from workflows.definitions.model import ACTION_KIND, ACTION_TYPES, NodeDef, WorkflowDefinition
-from workflows.definitions.schemas import EXTENSION_SCHEMAS, check_namespace, validate
+from workflows.definitions.schemas import EXTENSION_SCHEMAS, check_namespace, site_schemas, validate
 
 #: Most nodes a workflow may have (start included). A fixed bound against hostile or generated input.
 MAX_NODES = 2_000
@@ -27,6 +36,8 @@ MAX_NODES = 2_000
 HADOOP_ACTIONS = frozenset(
     {"map-reduce", "pig", "hive", "hive2", "java", "spark", "sqoop", "distcp", "ssh", "git", "streaming", "pipes"}
 )
+#: The setting that registers site action types (workflows.actions.site), named in refusals.
+SITE_SETTING = "WORKFLOW_ACTION_TYPES"
 #: Action types whose `<configuration>` receives the `<global>` one (Oozie: supportsConfigurationJobXML()).
 CONFIGURABLE_ACTIONS = frozenset({"fs", "shell", "sub-workflow", "celery"})
 _NODE_ELEMENTS = frozenset({"start", "end", "kill", "decision", "fork", "join", "action"})
@@ -79,24 +90,35 @@ def _action_element(action: etree._Element, source: str) -> etree._Element:
     )
 
 
-def action_type(element: etree._Element, workflow_ns: str) -> str | None:
+def action_type(element: etree._Element, workflow_ns: str, extensions: Extensions | None = None) -> str | None:
     """The supported action type of an action element, or None when this service does not run it."""
     name, namespace = local_name(element), namespace_of(element)
     if namespace == workflow_ns:
         return name if name in ("fs", "sub-workflow") else None
     known = EXTENSION_SCHEMAS.get(namespace)
-    return known[0] if known is not None and known[0] == name else None
+    if known is not None:
+        return known[0] if known[0] == name else None
+    site = (extensions or {}).get(namespace)
+    return site.action_type if site is not None and site.action_type == name else None
 
 
-def _refuse_unsupported(root: etree._Element, workflow_ns: str, source: str) -> None:
+def supported_types(extensions: Extensions) -> list[str]:
+    """Every action type a workflow may use: the built-in ones, then the site's."""
+    return list(dict.fromkeys([*ACTION_TYPES, *sorted({ext.action_type for ext in extensions.values()})]))
+
+
+def _refuse_unsupported(root: etree._Element, workflow_ns: str, source: str, extensions: Extensions) -> None:
     """One line naming the first action node whose type is not supported (before the XSD says something obscure)."""
     for action in children(root, "action"):
         element = next((e for e in _elements(action) if local_name(e) not in _ACTION_CONTROL), None)
-        if element is None or action_type(element, workflow_ns) is not None:
+        if element is None or action_type(element, workflow_ns, extensions) is not None:
             continue
         kind = local_name(element)
         namespace = namespace_of(element)
-        namespaces = sorted(ns for ns, (name, _) in EXTENSION_SCHEMAS.items() if name == kind)
+        namespaces = sorted(
+            [ns for ns, (name, _) in EXTENSION_SCHEMAS.items() if name == kind]
+            + [ns for ns, ext in extensions.items() if ext.action_type == kind]
+        )
         if namespaces:  # a supported action in the wrong (or no) namespace
             raise UnsupportedActionError(
                 f"action node {action.get('name', '')!r}: <{kind}> must be in one of the namespaces "
@@ -107,7 +129,8 @@ def _refuse_unsupported(root: etree._Element, workflow_ns: str, source: str) -> 
         why = "Hadoop actions are not supported" if kind in HADOOP_ACTIONS else "it is not supported"
         raise UnsupportedActionError(
             f"action node {action.get('name', '')!r}: {what} is not supported ({why}; "
-            f"supported: {', '.join(ACTION_TYPES)})",
+            f"supported: {', '.join(supported_types(extensions))}; a site adds an action type with an executor "
+            f"class and its XSD registered for the namespace in {SITE_SETTING}: see 'Site action types' in docs/workflows.md)",
             source=source, line=source_line(action), element="action",
         )
 
@@ -166,8 +189,42 @@ def _split_list(value: str) -> list[str]:
     return [item.strip() for item in items if item.strip()]
 
 
+def _site_spec(extension: ActionExtension, element: etree._Element, node: str, source: str) -> dict[str, Any]:
+    """A site action type's spec, from its own parse; DefinitionError if it refuses the element or returns no JSON dict.
+
+    A site's parse that raises something else is still the submission's refusal (a 400, not a
+    500), naming the type and the exception.
+    """
+    line, name = source_line(element), local_name(element)
+    try:
+        spec = extension.parse(element, node=node, source=source)
+    except DefinitionError:
+        raise
+    except Exception as exc:
+        raise DefinitionError(
+            f"action node {node!r}: the {extension.action_type} action type cannot read its element: "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())}", source=source, line=line, element=name,
+        ) from None
+    try:
+        serializable = isinstance(spec, dict) and bool(json.dumps(spec))
+    except (TypeError, ValueError):
+        serializable = False
+    if not serializable:
+        raise DefinitionError(
+            f"action node {node!r}: the {extension.action_type} action type's parse returned no JSON spec dict",
+            source=source, line=line, element=name,
+        )
+    spec = dict(spec)
+    if extension.configurable:
+        spec["configuration"] = _configuration(child(element, "configuration"), source)
+    prepare = _prepare(element)
+    if prepare:
+        spec["prepare"] = prepare
+    return spec
+
+
 def _action_spec(kind: str, element: etree._Element, node: str, source: str) -> dict[str, Any]:
-    """The spec of one action, in the shape model.py documents (texts still templates)."""
+    """The spec of one built-in action, in the shape model.py documents (texts still templates)."""
     spec: dict[str, Any]
     if kind == "fs":
         spec = _fs_spec(element, node, source)
@@ -232,7 +289,9 @@ def _retry_value(action: etree._Element, attribute: str, node: str, source: str)
     return int(raw), None
 
 
-def _node(element: etree._Element, workflow_ns: str, source: str) -> tuple[NodeDef, tuple[str | None, str | None]]:
+def _node(
+    element: etree._Element, workflow_ns: str, source: str, extensions: Extensions,
+) -> tuple[NodeDef, tuple[str | None, str | None]]:
     kind = local_name(element)
     name = element.get("name", "")
     if kind == "start":
@@ -251,12 +310,14 @@ def _node(element: etree._Element, workflow_ns: str, source: str) -> tuple[NodeD
         default = child(switch, "default")
         return NodeDef(name, "decision", cases=cases, default=default.get("to", "") if default is not None else ""), (None, None)
     body = _action_element(element, source)
-    action = action_type(body, workflow_ns) or ""
+    action = action_type(body, workflow_ns, extensions) or ""
+    site = extensions.get(namespace_of(body))  # never a packaged namespace (workflows.actions.site refuses those)
+    spec = _site_spec(site, body, name, source) if site is not None else _action_spec(action, body, name, source)
     retry_max, max_template = _retry_value(element, "retry-max", name, source)
     retry_interval, interval_template = _retry_value(element, "retry-interval", name, source)
     node = NodeDef(
         name, ACTION_KIND, to=(element_attr(child(element, "ok"), "to"),), error_to=element_attr(child(element, "error"), "to"),
-        action_type=action, spec=_action_spec(action, body, name, source),
+        action_type=action, spec=spec,
         retry_max=retry_max if retry_max is not None else 0,
         retry_interval=retry_interval if retry_interval is not None else 10,
     )
@@ -278,8 +339,20 @@ def _parameters(root: etree._Element) -> tuple[Parameter, ...]:
     )
 
 
-def parse_workflow_app(xml: str | bytes, source: str = "workflow.xml") -> WorkflowApp:
-    """Parse and validate a workflow.xml (schemas 0.1-1.0); DefinitionError, one line, if refused."""
+def site_action_types() -> Extensions:
+    """The site action types this service registers (WORKFLOW_ACTION_TYPES; ssh and distcp by default)."""
+    from workflows.actions.site import registered  # noqa: PLC0415 - reads Django settings and imports executors; workflows.definitions imports no Django (ADR 0021)
+
+    return registered()
+
+
+def parse_workflow_app(xml: str | bytes, source: str = "workflow.xml", *, extensions: Extensions | None = None) -> WorkflowApp:
+    """Parse and validate a workflow.xml (schemas 0.1-1.0); DefinitionError, one line, if refused.
+
+    `extensions`: the site action types by namespace; the service's own (site_action_types) when None.
+    """
+    if extensions is None:
+        extensions = site_action_types()
     root = parse_xml(xml, source)
     namespace = check_namespace(root, source)
     count = sum(1 for e in _elements(root) if local_name(e) in _NODE_ELEMENTS)
@@ -288,15 +361,15 @@ def parse_workflow_app(xml: str | bytes, source: str = "workflow.xml") -> Workfl
             f"workflow has {count} nodes; at most {MAX_NODES} are accepted", source=source,
             line=source_line(root), element="workflow-app",
         )
-    _refuse_unsupported(root, namespace, source)
-    validate(root, source)
+    _refuse_unsupported(root, namespace, source, extensions)
+    validate(root, source, site_schemas(extensions))
     nodes: dict[str, NodeDef] = {}
     lines: dict[str, int | None] = {}
     retry: dict[str, tuple[str | None, str | None]] = {}
     for element in _elements(root):
         if local_name(element) not in _NODE_ELEMENTS:
             continue
-        node, templates = _node(element, namespace, source)
+        node, templates = _node(element, namespace, source, extensions)
         if node.name in nodes:
             raise WorkflowGraphError(
                 f"node name {node.name!r} is used by more than one node", source=source,
@@ -321,6 +394,6 @@ def parse_workflow_app(xml: str | bytes, source: str = "workflow.xml") -> Workfl
     )
 
 
-def parse_workflow(xml: str | bytes, source: str = "workflow.xml") -> WorkflowDefinition:
+def parse_workflow(xml: str | bytes, source: str = "workflow.xml", *, extensions: Extensions | None = None) -> WorkflowDefinition:
     """Parse and validate a workflow.xml into its DAG (texts still `${...}` templates)."""
-    return parse_workflow_app(xml, source).definition
+    return parse_workflow_app(xml, source, extensions=extensions).definition

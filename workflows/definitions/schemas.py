@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from oozie.definitions.errors import SchemaValidationError, UnsupportedNamespace
 from oozie.definitions.schemas import SLA_SCHEMAS, compile_imports
 from oozie.definitions.schemas import XSD_DIR as COORDINATOR_XSD_DIR
 from oozie.definitions.xmlsafe import local_name, namespace_of, source_line
+from workflows.definitions.extensions import Extensions
 
 XSD_DIR = Path(__file__).resolve().parent / "xsd"
 WORKFLOW_VERSIONS = ("0.1", "0.2", "0.2.5", "0.3", "0.4", "0.4.5", "0.5", "1.0")
@@ -31,9 +32,19 @@ _NAMESPACE = re.compile(r"\{uri:oozie:([a-z-]+):[0-9.]+\}")
 _LOCK = threading.Lock()  # a compiled schema's error log is shared: validate one document at a time
 
 
-def _packaged() -> dict[str, Path]:
-    """Every XSD file the resolver may serve, by file name."""
-    files = {name: XSD_DIR / name for name in WORKFLOW_SCHEMAS.values()}
+#: (namespace, XSD file) of each site action type's schema (workflows.actions.site), in a hashable form.
+SiteSchemas = tuple[tuple[str, str], ...]
+
+
+def site_schemas(extensions: Extensions) -> SiteSchemas:
+    """The XSD files of the registered site action types, by namespace, sorted (a cache key)."""
+    return tuple(sorted((ns, str(Path(ext.schemas[ns]).resolve())) for ns, ext in extensions.items()))
+
+
+def _packaged(site: SiteSchemas = ()) -> dict[str, Path]:
+    """Every XSD file the resolver may serve, by file name (a packaged name wins over a site file's)."""
+    files = {Path(path).name: Path(path) for _, path in site}
+    files.update({name: XSD_DIR / name for name in WORKFLOW_SCHEMAS.values()})
     files.update({name: XSD_DIR / name for _, name in EXTENSION_SCHEMAS.values()})
     files.update({name: XSD_DIR / name for name in _INCLUDED})
     files.update({name: COORDINATOR_XSD_DIR / name for name in SLA_SCHEMAS.values()})
@@ -41,21 +52,27 @@ def _packaged() -> dict[str, Path]:
 
 
 class _LocalResolver(etree.Resolver):
-    """Serve packaged XSDs by file name (imports and relative includes); every other location is empty."""
+    """Serve packaged and site XSDs by file name (imports and relative includes); every other location is empty."""
+
+    def __init__(self, site: SiteSchemas = ()) -> None:
+        super().__init__()
+        self.files = _packaged(site)
+        # Relative includes of a site XSD (oozie-common-1.0.xsd) come as URLs of its own directory.
+        self.bases = (_LOCAL_SCHEME, XSD_DIR.as_uri(), *{Path(path).parent.as_uri() for _, path in site})
 
     def resolve(self, system_url: str | None, public_id: str | None, context: Any) -> Any:  # type: ignore[override]
-        """The packaged file whose name ends the URL, else an empty document (no network, no other files)."""
+        """The served file whose name ends the URL, else an empty document (no network, no other files)."""
         url = system_url or ""
         name = re.split(r"[/:]", url)[-1]
-        path = _packaged().get(name)
-        if path is not None and (url.startswith(_LOCAL_SCHEME) or url.startswith(XSD_DIR.as_uri())):
+        path = self.files.get(name)
+        if path is not None and url.startswith(self.bases):
             return self.resolve_string(path.read_bytes(), context, base_url=path.as_uri())
         return self.resolve_string(b"", context, base_url=_LOCAL_SCHEME)
 
 
-@cache
-def _schema() -> etree.XMLSchema:
-    """One compiled schema holding every workflow version, action extension and SLA schema.
+@lru_cache(maxsize=8)
+def _schema(site: SiteSchemas = ()) -> etree.XMLSchema:
+    """One compiled schema holding every workflow version, action extension, site action type and SLA schema.
 
     The workflow XSDs accept custom actions through `<xs:any namespace="##other">` with strict
     processing, so an extension element is validated against its own schema here.
@@ -63,10 +80,11 @@ def _schema() -> etree.XMLSchema:
     imports = [
         *WORKFLOW_SCHEMAS.items(),
         *((ns, name) for ns, (_, name) in EXTENSION_SCHEMAS.items()),
+        *((ns, Path(path).name) for ns, path in site),
         *SLA_SCHEMAS.items(),
     ]
 
-    return compile_imports(list(imports), _LocalResolver(), _LOCAL_SCHEME)
+    return compile_imports(list(imports), _LocalResolver(site), _LOCAL_SCHEME)
 
 
 def supported_namespaces() -> list[str]:
@@ -91,10 +109,10 @@ def check_namespace(root: etree._Element, source: str) -> str:
     return namespace
 
 
-def validate(root: etree._Element, source: str = "<inline>") -> str:
+def validate(root: etree._Element, source: str = "<inline>", site: SiteSchemas = ()) -> str:
     """Validate against the XSD of the root's namespace (and each action's extension XSD); return the namespace."""
     namespace = check_namespace(root, source)
-    schema = _schema()
+    schema = _schema(site)
     with _LOCK:
         if schema.validate(root):
             return namespace

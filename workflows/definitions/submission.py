@@ -36,7 +36,7 @@ from oozie.el.template import Expression
 from oozie.properties import USER_NAME, WF_APP_PATH, expand_properties
 from workflows.definitions.errors import WorkflowELError
 from workflows.definitions.model import NodeDef, PreparedWorkflow, WorkflowDefinition
-from workflows.definitions.parser import CONFIGURABLE_ACTIONS, WorkflowApp, parse_workflow_app
+from workflows.definitions.parser import WorkflowApp, parse_workflow_app
 
 #: Basic EL constants (spec 4.2.1).
 EL_CONSTANTS: dict[str, int] = {"KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
@@ -159,7 +159,7 @@ def _resolve_node(node: NodeDef, app: WorkflowApp, resolver: _Resolver, global_c
     if node.kind != "action":
         return node
     spec = dict(node.spec)
-    if node.action_type in CONFIGURABLE_ACTIONS:
+    if "configuration" in spec:  # the parser gives one to every configurable action (CONFIGURABLE_ACTIONS, site types)
         spec["configuration"] = {**global_conf, **spec.get("configuration", {})}  # the action's own wins
     spec = resolver.value(spec, name, node.action_type)
     max_template, interval_template = app.retry.get(name, (None, None))
