@@ -312,7 +312,7 @@ PURGE_BUNDLE_DAYS = env_int("PURGE_BUNDLE_DAYS", 7)
 PURGE_OLD_COORD_ACTIONS = env_bool("PURGE_OLD_COORD_ACTIONS", True)
 PURGE_KEEP_LAST_ACTIONS = env_int("PURGE_KEEP_LAST_ACTIONS", 100)
 PURGE_BATCH = env_int("PURGE_BATCH", 100)
-PURGE_PASS_SECONDS = env_int("PURGE_PASS_SECONDS", 300)
+PURGE_PASS_SECONDS = env_int("PURGE_PASS_SECONDS", 120)
 # Periodic services (ADR 0017): beat sends one `statusservice.tick` this often and nothing else,
 # so an idle service costs one message per tick. The tick runs each service whose own period
 # came (STATUS_SERVICE_SECONDS, COMMAND_SWEEP_SECONDS, hourly purge) and arms wake-ups at the
