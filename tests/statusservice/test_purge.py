@@ -463,3 +463,16 @@ def test_the_benchmark_counts_and_deletes_the_same_rows() -> None:
     assert figures["deleted_workflow_nodes"] == 24 and figures["rows_deleted"] == sum(
         figures[f"deleted_{kind}"] for kind in purging.KINDS)
     assert lines and lines[0].startswith("storing 3 ended coordinators")
+
+
+@pytest.mark.django_db
+@override_settings(PURGE_BATCH=1)
+def test_the_command_reports_progress_batch_by_batch(owner: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long run says on stderr, as it goes, which phase and batch it is at and what went so far."""
+    monkeypatch.setattr("statusservice.management.commands.purge.PROGRESS_SECONDS", 0)
+    store_history(owner, prefix="prog", jobs=3, actions=1, ended=OLD)
+    stderr = io.StringIO()
+    call_command("purge", stdout=io.StringIO(), stderr=stderr)
+    lines = stderr.getvalue().splitlines()
+    assert lines[:3] == [f"coordinators: batch {n}; gone: {n} coordinators, {n} coordinator actions, {n} workflows, "
+                         f"{2 * n} workflow nodes, {2 * n} status changes, {3 * n} tries" for n in (1, 2, 3)]

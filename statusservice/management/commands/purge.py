@@ -49,7 +49,7 @@ class Command(BaseCommand):
             nonlocal last
             if time.monotonic() - last >= PROGRESS_SECONDS:
                 last = time.monotonic()
-                done = ", ".join(f"{count} {kind}" for kind, count in report.counts.items() if count)
+                done = ", ".join(f"{count} {kind.replace('_', ' ')}" for kind, count in report.counts.items() if count)
                 self.stderr.write(f"{phase}: batch {report.batches}; {'would go' if report.dry_run else 'gone'}: "
                                   f"{done or 'nothing yet'}")
 
