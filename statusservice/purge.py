@@ -280,8 +280,9 @@ class _Pass:
                 if coord not in members[bundle]:
                     members[bundle].append(coord)
             coords = [coord for group in members.values() for coord in group]
-            if not self.dry_run:  # a coordinator a command holds keeps its whole bundle for the next pass
-                locked = set(skip_locked(CoordinatorJob.objects.filter(pk__in=coords)).values_list("pk", flat=True))
+            if not self.dry_run:  # only ended ones are locked; one a command holds keeps its bundle for the next pass
+                locked = set(skip_locked(CoordinatorJob.objects.filter(
+                    pk__in=coords, status__in=sorted(JOB_TERMINAL))).values_list("pk", flat=True))
                 coords = [coord for coord in coords if coord in locked]
             ended_coords, tree = self.coordinators_ended(coords, cutoff)
             done = set(ended_coords)

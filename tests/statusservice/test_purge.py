@@ -45,6 +45,9 @@ from xcommands.queue import enqueue
 NOW = timezone.now()
 OLD = NOW - timedelta(days=40)  # past every default age
 RECENT = NOW - timedelta(days=3)  # younger than the coordinators' 7 days
+#: Row locks are PostgreSQL's; SQLite serialises writers instead (CI runs these on PostgreSQL).
+ROW_LOCKS = pytest.mark.skipif(not connection.features.has_select_for_update_skip_locked,
+                               reason="row locks: SQLite serialises writers instead")
 MODELS = (BundleJob, BundleAction, CoordinatorJob, CoordinatorAction, WorkflowJob, WorkflowNode, SLARegistration, SLAEvent,
           StatusChange, TaskTry)
 
@@ -303,8 +306,7 @@ def test_a_rerun_of_an_ended_coordinator_in_flight_loses_nothing() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif("not connection.features.has_select_for_update_skip_locked",
-                    reason="row locks: SQLite serialises writers instead")
+@ROW_LOCKS
 def test_a_job_whose_row_a_command_holds_is_skipped_not_waited_for() -> None:
     """An ended job whose row another transaction locks is skipped at once (skip_locked) and taken by the next pass."""
     owner = User.objects.create_user("locker")
@@ -476,3 +478,45 @@ def test_the_command_reports_progress_batch_by_batch(owner: User, monkeypatch: p
     lines = stderr.getvalue().splitlines()
     assert lines[:3] == [f"coordinators: batch {n}; gone: {n} coordinators, {n} coordinator actions, {n} workflows, "
                          f"{2 * n} workflow nodes, {2 * n} status changes, {3 * n} tries" for n in (1, 2, 3)]
+
+
+@pytest.mark.django_db(transaction=True)
+@ROW_LOCKS
+@override_settings(PURGE_KEEP_LAST_ACTIONS=2)
+def test_a_pass_never_holds_the_row_of_a_running_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside the pass's transactions (a bundle's, old actions'), another connection still locks the running job at once."""
+    owner = User.objects.create_user("nolock")
+    running = store_history(owner, prefix="nl", jobs=1, actions=6, ended=OLD, bundle_id="0000003-bun-B",
+                            job_status="RUNNING")
+    attach(bundle(owner, "0000003-bun-B", "KILLED", OLD), running)
+    job_id = running.jobs[0]
+    checked: list[str] = []
+
+    def lockable_elsewhere(where: str) -> None:
+        def take() -> None:
+            try:
+                with transaction.atomic():
+                    CoordinatorJob.objects.select_for_update(nowait=True).get(pk=job_id)
+                checked.append(where)
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=take)
+        thread.start()
+        thread.join(30)
+
+    ended, drop = purging._Pass.coordinators_ended, purging._Pass.drop_actions
+
+    def ended_hook(self: purging._Pass, ids: list[str], cutoff: datetime) -> Any:
+        lockable_elsewhere("bundles")
+        return ended(self, ids, cutoff)
+
+    def drop_hook(self: purging._Pass, ids: list[str], tree: Any) -> None:
+        lockable_elsewhere("old actions")
+        drop(self, ids, tree)
+
+    monkeypatch.setattr(purging._Pass, "coordinators_ended", ended_hook)
+    monkeypatch.setattr(purging._Pass, "drop_actions", drop_hook)
+    report = run()
+    assert checked == ["bundles", "old actions"]  # a lock held by the pass would have raised (nowait)
+    assert report.counts["bundles"] == 0 and report.counts["coordinator_actions"] == 4  # 1-4 of 6: the last 2 stay
