@@ -520,3 +520,14 @@ def test_a_pass_never_holds_the_row_of_a_running_job(monkeypatch: pytest.MonkeyP
     report = run()
     assert checked == ["bundles", "old actions"]  # a lock held by the pass would have raised (nowait)
     assert report.counts["bundles"] == 0 and report.counts["coordinator_actions"] == 4  # 1-4 of 6: the last 2 stay
+
+
+@pytest.mark.django_db
+@override_settings(PURGE_KEEP_LAST_ACTIONS=1)
+def test_old_actions_stay_when_their_purge_is_off(owner: User) -> None:
+    """PURGE_OLD_COORD_ACTIONS=false keeps a running job's old actions; on, all but its last go."""
+    history = long_running(owner, actions=4, prefix="sw")
+    with override_settings(PURGE_OLD_COORD_ACTIONS=False):
+        assert run().counts["coordinator_actions"] == 0
+    assert CoordinatorAction.objects.filter(job_id=history.jobs[0]).count() == 4
+    assert run().counts["coordinator_actions"] == 3
