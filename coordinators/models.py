@@ -202,6 +202,10 @@ class CoordinatorAction(models.Model):
                 name="coord_action_timeout_idx",
             ),
             models.Index(fields=["job", "status", "nominal_time"], name="coord_action_job_status_idx"),
+            # Purge: ended actions by end time (statusservice.purge, old actions of long-running jobs).
+            models.Index(
+                fields=["ended_at", "id"], condition=Q(status__in=sorted(ACTION_TERMINAL)), name="coord_action_ended_idx"
+            ),
             # Recovery: launched actions not heard of for a while.
             models.Index(
                 fields=["last_modified"],
@@ -311,7 +315,10 @@ class StatusChange(models.Model):
     reason = models.TextField(blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["object_id", "at"], name="coord_status_change_idx")]
+        indexes = [
+            models.Index(fields=["object_id", "at"], name="coord_status_change_idx"),
+            models.Index(fields=["job_id"], name="coord_status_change_job_idx"),  # purge of whole jobs
+        ]
         ordering = ["at", "id"]
 
     def __str__(self) -> str:

@@ -322,6 +322,19 @@ TRY_LOG_MAX_CHARS = env_int("TRY_LOG_MAX_CHARS", 64 * 1024)
 TRY_TRACEBACK_MAX_CHARS = env_int("TRY_TRACEBACK_MAX_CHARS", 16 * 1024)
 TRY_LOG_LEVEL = env_str("TRY_LOG_LEVEL", "INFO")
 TRY_LOG_RETENTION_DAYS = env_int("TRY_LOG_RETENTION_DAYS", 30)
+# Purge (statusservice.purge, hourly; `manage.py purge`), as Oozie's PurgeService: ended jobs and
+# all that is theirs go after these many days (0: never). Workflows: standalone ones (a
+# coordinator's runs go with their action or job); a coordinator of a bundle goes with its bundle.
+# A coordinator's own old actions go after PURGE_COORDINATOR_DAYS too, its last
+# PURGE_KEEP_LAST_ACTIONS kept (PURGE_OLD_COORD_ACTIONS=false: never). PURGE_BATCH jobs (or old
+# actions) per transaction; an hourly pass stops starting batches after PURGE_PASS_SECONDS.
+PURGE_WORKFLOW_DAYS = env_int("PURGE_WORKFLOW_DAYS", 30)
+PURGE_COORDINATOR_DAYS = env_int("PURGE_COORDINATOR_DAYS", 7)
+PURGE_BUNDLE_DAYS = env_int("PURGE_BUNDLE_DAYS", 7)
+PURGE_OLD_COORD_ACTIONS = env_bool("PURGE_OLD_COORD_ACTIONS", True)
+PURGE_KEEP_LAST_ACTIONS = env_int("PURGE_KEEP_LAST_ACTIONS", 100)
+PURGE_BATCH = env_int("PURGE_BATCH", 100)
+PURGE_PASS_SECONDS = env_int("PURGE_PASS_SECONDS", 120)
 # Periodic services (ADR 0017): beat sends one `statusservice.tick` this often and nothing else,
 # so an idle service costs one message per tick. The tick runs each service whose own period
 # came (STATUS_SERVICE_SECONDS, COMMAND_SWEEP_SECONDS, hourly purge) and arms wake-ups at the

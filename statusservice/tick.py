@@ -34,7 +34,7 @@ from coordinators.models import CoordinatorAction
 from coordinators.sla.models import NotifyStatus, SLAEvent
 from coordinators.sla.service import check
 from kernel import tries
-from statusservice import batches, bundles, coordinators, operations
+from statusservice import batches, bundles, coordinators, operations, purge
 from statusservice.common import setting_seconds, tick_seconds
 from workflows.recovery import recover
 from xcommands.recovery import purge_finished, sweep
@@ -67,6 +67,11 @@ def _purge_commands(now: datetime) -> Any:
 
 def _purge_tries(now: datetime) -> Any:
     return tries.purge(now)
+
+
+def _purge_jobs(now: datetime) -> Any:
+    """Ended jobs past their ages, in small batches, for at most PURGE_PASS_SECONDS (the next hour takes the rest)."""
+    return purge.purge(now, budget_seconds=float(settings.PURGE_PASS_SECONDS)).as_dict()
 
 
 def _coordinator(name: str) -> Callable[[datetime], Any]:
@@ -145,6 +150,7 @@ SERVICES: tuple[Service, ...] = (
     Service("sla.notifications", _sla_notifications, "STATUS_SERVICE_SECONDS", 10),
     Service("xcommands.purge", _purge_commands, None, 3600),
     Service("kernel.tries.purge", _purge_tries, None, 3600),
+    Service("jobs.purge", _purge_jobs, None, 3600),
 )
 
 

@@ -83,6 +83,11 @@ class WorkflowJob(RecordsStatus):
         indexes = [
             models.Index(fields=["coord_action", "run"], name="wf_parent_run_idx"),
             models.Index(fields=["status", "created_at"], name="wf_status_created_idx"),
+            # Purge: standalone workflows (no coordinator action, no parent) by end time.
+            models.Index(
+                fields=["ended_at", "id"], condition=Q(coord_action__isnull=True, parent_workflow__isnull=True),
+                name="wf_standalone_ended_idx",
+            ),
         ]
 
     def __str__(self) -> str:

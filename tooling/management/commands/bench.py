@@ -19,6 +19,7 @@ from tooling.benchmarks.keyed_queue import bench_allowed_tasks, run_keyed_queue_
 from tooling.benchmarks.materialize_plan import run_materialize_plan_bench
 from tooling.benchmarks.operation import run_operation_bench
 from tooling.benchmarks.pages import run_pages_bench
+from tooling.benchmarks.purge import run_purge_bench
 from tooling.benchmarks.runtime import run_materialize_bench, run_trigger_latency_bench
 from tooling.benchmarks.workflow import run_workflow_bench
 
@@ -64,6 +65,10 @@ def _actions(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, A
     return run_actions_bench(options["jobs"] or 100, options["actions"] or 100, options["workers"], log)
 
 
+def _purge(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    return run_purge_bench(options["jobs"] or 100, options["actions"] or 100, log)
+
+
 def _api_pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     return run_api_pages_bench(options["list_jobs"], options["job_actions"], options["repeat"] or 30, log)
 
@@ -104,6 +109,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "workflow": _workflow,
     "actions": _actions,
     "pages": _pages,
+    "purge": _purge,
 }
 
 
@@ -124,12 +130,12 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--actions", type=int,
-            help="materialize(-plan): actions to create or plan (default 100,000); actions: per job (default 100); "
+            help="materialize(-plan): actions to create or plan (default 100,000); actions, purge: per job (default 100); "
                  "pages: the big job's actions (default 10,000)"
         )
         parser.add_argument(
             "--jobs", type=int,
-            help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000); actions: "
+            help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000); actions, purge: "
                  "coordinators (default 100); pages: jobs stored (default 1,000)"
         )
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
