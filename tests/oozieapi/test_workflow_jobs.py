@@ -142,13 +142,19 @@ def test_the_log_tells_the_runs_story(ann: User) -> None:
     run(wf_id)
     oozie = Oozie(ann)
     lines = oozie.get(f"job/{wf_id}", show="log").content.decode().splitlines()
-    assert all(f"JOB[{wf_id}]" in line and "USER[ann]" in line for line in lines)
+    # Every record names the job; a traceback follows its try's line unprefixed, as log4j writes a stack trace.
+    records = [line for line in lines if re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ", line)]
+    assert records and all(f"JOB[{wf_id}]" in line and "USER[ann]" in line for line in records)
+    assert "Traceback (most recent call last):" in lines and all(
+        line.startswith(("  ", "Traceback", "RuntimeError")) for line in lines if line not in records)
     assert any("started: task:examples.noop" in line or "started: task:examples.fail" in line for line in lines)
     assert any(f"ACTION[{wf_id}@task] attempt 1 on w1@host:" in line and ": ERROR: RuntimeError" in line for line in lines)
     errors = oozie.get(f"job/{wf_id}", show="errorlog").content.decode().splitlines()
-    assert errors and all(" ERROR " in line for line in errors) and len(errors) < len(lines)
+    error_records = [line for line in errors if re.match(r"^\d{4}-\d\d-\d\d ", line)]
+    assert error_records and all(" ERROR " in line for line in error_records) and len(errors) < len(lines)
+    assert "Traceback (most recent call last):" in errors  # the error's traceback comes with it
     filtered = oozie.get(f"job/{wf_id}", show="log", logfilter="loglevel=ERROR;action=task").content.decode().splitlines()
-    assert filtered and all(f"ACTION[{wf_id}@task]" in line for line in filtered)
+    assert filtered and all(f"ACTION[{wf_id}@task]" in line for line in filtered if re.match(r"^\d{4}-\d\d-\d\d ", line))
     assert error_of(oozie.get(f"job/{wf_id}", show="log", logfilter="colour=red"))[:2] == (400, "E0302")
 
 
