@@ -42,13 +42,17 @@ DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that touches the database `database`, so CI reruns them on PostgreSQL."""
+    """Mark every test that touches the database `database`, so CI reruns them on PostgreSQL; and every
+    test that drives Chromium `browser` (CI runs those once, on SQLite: a page renders the same from
+    either database, and the queries behind each page run on PostgreSQL in the admin's client tests)."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("django_db") or fixtures & DB_FIXTURES or (
             fixtures & {"live_workers", "worker_env", "live_beat"}
         ):
             item.add_marker(pytest.mark.database)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(autouse=True)
