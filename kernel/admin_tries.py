@@ -2,7 +2,7 @@
 
 Newest first: each try's status, run and attempt, worker, times and error on one row; its
 traceback and log open under it (`<details>`), and download as a text file. What is shown is
-what was stored: secrets were masked when the try was kept.
+what was stored, through the reader's masker (kernel.secrets: the owner and job admins see values).
 """
 
 from __future__ import annotations
@@ -19,17 +19,18 @@ from django.utils.safestring import SafeString
 from kernel.display import exact_time, status_label
 from kernel.models import TaskTry
 from kernel.permissions import is_admin
+from kernel.secrets import Masker, masker
 
 SHOWN_TRIES = 50  # the newest tries on a page; the API pages through all of them
 
 
-def tries_table(tries: QuerySet[TaskTry], *, names: bool = True) -> SafeString:
+def tries_table(tries: QuerySet[TaskTry], mask: Masker, *, names: bool = True) -> SafeString:
     """The tries, newest first, each with its traceback and log to open and download ("none yet" without any)."""
     rows = list(tries.order_by("-id")[:SHOWN_TRIES + 1])
     if not rows:
         return format_html('<span id="tries" class="quiet">none yet</span>')
     more = len(rows) > SHOWN_TRIES
-    body = format_html_join("", "{}", ((_row(row, names=names),) for row in rows[:SHOWN_TRIES]))
+    body = format_html_join("", "{}", ((_row(masked(row, mask), names=names),) for row in rows[:SHOWN_TRIES]))
     note = format_html('<p class="quiet">the newest {} are shown; the API lists every try</p>', SHOWN_TRIES) if more else ""
     return format_html(
         '<div id="tries" class="op-scroll"><table class="op-tries"><thead><tr>{}<th>run</th><th>try</th>'
@@ -37,6 +38,12 @@ def tries_table(tries: QuerySet[TaskTry], *, names: bool = True) -> SafeString:
         "<tbody>{}</tbody></table>{}</div>",
         format_html("<th>node</th>") if names else "", body, note,
     )
+
+
+def masked(row: TaskTry, mask: Masker) -> TaskTry:
+    """The try as its reader is shown it (its error, traceback and log through the masker; not saved)."""
+    row.error_message, row.traceback, row.log = mask.text(row.error_message), mask.text(row.traceback), mask.text(row.log)
+    return row
 
 
 def _row(row: TaskTry, *, names: bool) -> SafeString:
@@ -98,6 +105,8 @@ def download(request: HttpRequest, pk: int) -> HttpResponse:
     if settings.COORD_RESTRICT_READS and not is_admin(request.user):
         raise PermissionDenied("COORD_RESTRICT_READS: only job admins download tries here; the job's page shows them")
     row = get_object_or_404(TaskTry, pk=pk)
+    if not is_admin(request.user):  # a try names no owner here: values under secret names are masked
+        row = masked(row, masker())
     response = HttpResponse(as_text(row), content_type="text/plain; charset=utf-8")
     name = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in row.object_id)
     response["Content-Disposition"] = f'attachment; filename="{name}-run{row.run}-try{row.attempt}.log"'

@@ -24,6 +24,7 @@ from rest_framework.response import Response
 
 from kernel.models import TaskTry
 from kernel.pagination import Pagination
+from kernel.secrets import Masker
 
 
 class Conflict(exceptions.APIException):
@@ -242,7 +243,12 @@ class TaskTrySerializer(serializers.ModelSerializer[Any]):
         read_only_fields = fields
 
 
-def tries_page(view: DomainViewSet, tries: QuerySet[Any]) -> Response:
-    """A page of tries, newest first (a rerun, a retry and a relaunch each add one; earlier ones stay)."""
+def tries_page(view: DomainViewSet, tries: QuerySet[Any], mask: Masker) -> Response:
+    """A page of tries, newest first (a rerun, a retry and a relaunch each add one; earlier ones stay), their
+    error, traceback and log through the reader's masker."""
     page = view.paginate_queryset(tries.order_by("-id"))
-    return view.get_paginated_response(TaskTrySerializer(page, many=True, context=view.get_serializer_context()).data)
+    rows = TaskTrySerializer(page, many=True, context=view.get_serializer_context()).data
+    for row in rows:
+        for name in ("error_message", "traceback", "log"):
+            row[name] = mask.text(row[name])
+    return view.get_paginated_response(rows)

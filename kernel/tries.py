@@ -1,8 +1,9 @@
 """Every try's story, kept: how it ended, what it logged and printed, its error's traceback (one row per try).
 
 `store` writes one `TaskTry` row, in the caller's transaction (the one that records the try's
-outcome), from the try's `kernel.capture.Capture`, with the log and traceback masked
-(kernel.secrets: the job's secret values, and values under secret names): a try's story is
+outcome), from the try's `kernel.capture.Capture`. As a job's configuration, it is kept as it
+was (secrets in clear) and masked for display: each page, API answer and log shows it through
+the reader's masker (kernel.secrets: the owner and job admins see values). A try's story is
 durable as soon as its outcome is, readable from any host, and never rewritten, so a rerun,
 a retry or a relaunch adds a try and the earlier ones stay. Rows older than
 TRY_LOG_RETENTION_DAYS are purged (`purge`, hourly).
@@ -13,35 +14,27 @@ in a transaction that commits anyway (docs/benchmarks.md quotes `bench actions`)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, Protocol
 
 from django.conf import settings
 
 from kernel.capture import Capture
 from kernel.models import TaskTry
-from kernel.secrets import masker
-
-
-class _Masks(Protocol):
-    def text(self, text: str) -> str: ...
 
 
 def store(kind: str, object_id: str, capture: Capture | None, *, status: str, ended_at: datetime,
           started_at: datetime | None = None, job_id: str = "", action_id: str = "", name: str = "",
           run: int = 0, attempt: int = 1, worker: str = "", error_code: str = "", error_message: str = "",
-          secrets: Iterable[Any] = (), mask: _Masks | None = None) -> TaskTry:
-    """Write the try (caller's transaction), its log and traceback masked with the job's secrets."""
-    shown = mask or masker(*secrets)
+          ) -> TaskTry:
+    """Write the try (caller's transaction): how it ended, its traceback and log (as they were; masked when shown)."""
     log_text = capture.text() if capture is not None else ""
     trace = capture.traceback if capture is not None else ""
     return TaskTry.objects.create(
         kind=kind, object_id=object_id[:200], job_id=job_id[:200], action_id=action_id[:60],
         root_id=(action_id.partition("@")[0] if action_id else job_id)[:200], name=name[:200],
         run=run, attempt=attempt, worker=worker[:200], status=status[:20], started_at=started_at,
-        ended_at=ended_at, error_code=error_code[:64], error_message=shown.text(error_message) if error_message else "",
-        traceback=shown.text(trace) if trace else "", log=shown.text(log_text) if log_text else "",
+        ended_at=ended_at, error_code=error_code[:64], error_message=error_message,
+        traceback=trace, log=log_text,
         log_dropped=capture.dropped if capture is not None else 0,
     )
 

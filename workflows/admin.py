@@ -168,7 +168,7 @@ class WorkflowJobAdmin(ObjectVerbsAdmin, StatusHistoryAdmin, ReadOnlyAdmin):
     @admin.display(description="tries, newest first")
     def tries_table(self, obj: WorkflowJob) -> str:
         """Every try of every node, every run of this job (a rerun adds tries; the failed run's stay)."""
-        return tries_table(TaskTry.objects.filter(job_id=obj.pk))
+        return tries_table(TaskTry.objects.filter(job_id=obj.pk), self.shown(obj))
 
     # ---- the page ---------------------------------------------------------------------------
 

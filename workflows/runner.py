@@ -288,14 +288,13 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome, capture: Capture 
 
 def store_try(node: WorkflowNode, outcome: Outcome, capture: Capture | None, now: Any, *, attempt: int,
               status: str, worker: str | None = None) -> None:
-    """Keep this try of the node (caller's transaction): how it ended, its traceback and log, secrets masked."""
+    """Keep this try of the node (caller's transaction): how it ended, its traceback and log."""
     workflow = node.workflow
-    quiet = not outcome.error_message and (capture is None or not (capture.size or capture.traceback))
     tries.store(
         TaskTry.Kind.NODE, node.id, capture, status=status, ended_at=now, started_at=node.started_at,
         job_id=workflow.id, action_id=workflow.coord_action_id or "", name=node.name, run=workflow.run,
         attempt=attempt, worker=node.worker if worker is None else worker, error_code=outcome.error_code,
-        error_message=outcome.error_message, secrets=() if quiet else workflow.secret_sources(),
+        error_message=outcome.error_message,
     )
 
 

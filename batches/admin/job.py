@@ -50,6 +50,7 @@ from kernel.admin_tries import tries_table
 from kernel.models import TaskTry
 from kernel.object_verbs import ObjectVerb, ObjectVerbsAdmin
 from kernel.permissions import can_modify, can_read
+from kernel.secrets import masker
 
 PRIORITY_RANGES = [
     ("0-4", "0–4 (before the default)"), ("5", "5 (the default)"), ("6-9", "6–9"), ("10-99", "10 and later"),
@@ -305,5 +306,6 @@ def job_page(job: BatchJob) -> dict[str, Any]:
         "summary": summary, "configuration": configuration, "identifiers": ids,
         "files": file_rows(job.files or []), "history": history_rows(job.history or []),
         "batch_url": batch_link(job.batch_id),
-        "tries": tries_table(TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(job.pk))),
+        # A batch names no secret properties: values under secret names are masked (kernel.secrets).
+        "tries": tries_table(TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(job.pk)), masker()),
     }

@@ -281,7 +281,7 @@ class CoordinatorActionAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
     @admin.display(description="tries, newest first")
     def tries_table(self, obj: CoordinatorAction) -> str:
         """Every try of every node of every run: a rerun, a retry and a relaunch each add one; earlier ones stay."""
-        return tries_table(TaskTry.objects.filter(action_id=obj.pk))
+        return tries_table(TaskTry.objects.filter(action_id=obj.pk), self._shown(obj))
 
     @admin.display(description="evaluated sla:info")
     def sla_pretty(self, obj: CoordinatorAction) -> str:

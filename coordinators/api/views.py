@@ -247,7 +247,9 @@ class CoordinatorActionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     def tries(self, request: Request, pk: str) -> Response:
         """Every try of every node of every run (reruns, retries and relaunches each add one)."""
         found = self.get_object()
-        return tries_page(self, TaskTry.objects.filter(action_id=found.pk))
+        job = found.job
+        return tries_page(self, TaskTry.objects.filter(action_id=found.pk),
+                          masker_for(request.user, job.owner_id, job.configuration, found.run_conf or {}))
 
 
 def _history(view: DomainViewSet, changes: QuerySet[StatusChange]) -> Response:

@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from oozieclient.cli import main
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What one `oozie` command line did: its exit code and output."""
-
-    code: int
-    out: str
-    err: str
-
-    @property
-    def lines(self) -> list[str]:
-        return self.out.rstrip("\n").split("\n") if self.out else []
-
-
-RunOozie = Callable[..., Ran]
+from tests.oozieclient.ran import Ran, RunOozie
 
 
 @pytest.fixture

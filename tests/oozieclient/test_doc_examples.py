@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 
 from tests.coordinators.api.factories import user
 from tests.oozieapi.test_oozie_job_properties import CRON_EXTRA
-from tests.oozieclient.conftest import RunOozie
 from tests.oozieclient.doc_examples import example, label, shape
+from tests.oozieclient.ran import RunOozie
 from tests.oozieclient.test_live import job_id, layout, properties
 from tests.support.engine import run_pending_commands
 

@@ -17,7 +17,7 @@ import pytest
 from coordinators.models import CoordinatorJob
 from tests.coordinators.api.factories import token, user
 from tests.oozieapi.test_oozie_job_properties import CRON_EXTRA, examples, job_properties
-from tests.oozieclient.conftest import RunOozie
+from tests.oozieclient.ran import RunOozie
 from tests.support.engine import run_pending_commands
 from workflows.models import WorkflowJob
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.coordinators.api.factories import user
-from tests.oozieclient.conftest import Ran
+from tests.oozieclient.ran import Ran
 from tests.oozieclient.test_live import job_id, layout, properties
 from workflows.models import WorkflowJob
 

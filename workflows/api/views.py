@@ -25,6 +25,7 @@ from rest_framework.serializers import BaseSerializer
 from kernel.api import ERROR_BODY, Conflict, DomainViewSet, TaskTrySerializer, accepted, tries_page
 from kernel.models import TaskTry
 from kernel.permissions import submitter_properties
+from kernel.secrets import masker_for
 from oozie.properties import WF_RERUN_FAIL_NODES, WF_RERUN_SKIP_NODES
 from workflows.api.access import may_modify, readable_workflows
 from workflows.api.filters import WorkflowJobFilterSet
@@ -139,7 +140,8 @@ class WorkflowJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Domai
     def tries(self, request: Request, pk: str) -> Response:
         """Every try of every node, every run (a rerun adds tries; the earlier ones stay)."""
         found = self.get_object()
-        return tries_page(self, TaskTry.objects.filter(job_id=found.pk))
+        return tries_page(self, TaskTry.objects.filter(job_id=found.pk),
+                          masker_for(request.user, found.owner_id, *found.secret_sources()))
 
     @_verb_schema("Kill a workflow: its running nodes are stopped, its sub-workflows killed")
     @action(detail=True, methods=["post"])
