@@ -60,8 +60,10 @@ def test_the_login_page_and_a_refetch_carry_no_script(operator: Client) -> None:
     assert fresh.status_code == 200
     page = fresh.content.decode()
     assert SCRIPT not in page and 'id="changelist"' in page and 'id="nav-sidebar"' not in page
-    shown = operator.get("/admin/operations/operation/").content.decode()
-    assert SCRIPT in shown and 'id="nav-sidebar"' in shown
+    assert SCRIPT in operator.get("/admin/operations/operation/").content.decode()
+    # A list with the app sidebar (the operations list gives its room to columns) loses it in a refetch.
+    assert 'id="nav-sidebar"' in operator.get("/admin/auth/user/").content.decode()
+    assert 'id="nav-sidebar"' not in operator.get("/admin/auth/user/", headers=REFETCH).content.decode()
     jobs = operator.get("/admin/coordinators/coordinatorjob/", headers=REFETCH).content.decode()
     assert 'id="result_list"' in jobs and "grid-job-001" in jobs
 

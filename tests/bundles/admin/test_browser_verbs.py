@@ -50,7 +50,7 @@ def test_suspend_a_bundle_from_its_page_confirm_and_see_it_suspended_in_chromium
     settle()
     assert BundleJob.objects.get(pk=bundle.pk).status == BundleStatus.SUSPENDED
     browser.get(page)
-    assert f"{bundle.pk} nightly-pipeline-of-the-partner-warehouse [SUSPENDED]" in browser.find_element(By.ID, "content").text
+    assert f"{bundle.pk} nightly-pipeline-of-the-partner-warehouse suspended" in browser.find_element(By.ID, "content").text
     summary = browser.find_element(By.ID, "bundle-summary").text
     assert "Status\nsuspended" in summary, summary
     bar = browser.find_element(By.ID, "object-verbs")

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 
-from tests.support.browser import check_page, log_in
+from tests.support.browser import arrived, check_page, log_in
 from tests.support.engine import run_pending_commands
 from tests.workflows.test_engine import app, celery, submit
 from workflows.choices import NodeStatus
@@ -42,7 +42,7 @@ def test_mark_a_node_ok_from_the_workflow_page_confirm_and_see_it_done_in_chromi
     assert f"node a of {workflow.id}: PREP -> OK" in effect
     check_page(browser, screenshots, "workflow-verb-confirm", boxes="#content-main")
     browser.find_element(By.ID, "verb-confirm").click()
-    assert browser.current_url == page
+    arrived(browser, page)  # the click returns before the redirect is followed
     assert "Mark OK of node a" in browser.find_element(By.CSS_SELECTOR, "ul.messagelist").text
     run_pending_commands()
     assert WorkflowNode.objects.get(workflow=workflow, name="a").status == NodeStatus.OK
