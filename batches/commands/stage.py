@@ -127,7 +127,9 @@ class BatchJobStageXCommand(XCommand):
                     self._keep_try(stage, "RETRY", capture, type(exc).__name__, str(exc))
                 raise
         with transaction.atomic():
-            self._keep_try(stage, outcome.status or "WAITS", capture, "", outcome.note if outcome.status == J.FAILED else "")
+            # A wait (provisioning: no space yet) comes back every few seconds: kept only when it warned.
+            if outcome.status is not None or capture.highest >= logging.WARNING:
+                self._keep_try(stage, outcome.status or "WAITS", capture, "", outcome.note if outcome.status == J.FAILED else "")
             if outcome.status is None:  # wait in this queue (provisioning): looked at again later
                 moved = BatchJob.objects.filter(pk=job.pk, status=stage, stage_token=self.token).update(
                     not_before=timezone.now() + timedelta(seconds=outcome.wait_seconds),
