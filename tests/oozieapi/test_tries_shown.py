@@ -13,31 +13,12 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from coordinators.models import CoordinatorAction, CoordinatorJob
-from coordinators.services import submit_coordinator
 from kernel.models import TaskTry
-from statusservice.tasks import input_checks
 from tests.oozieapi.client import Oozie
-from tests.support.coordinator_apps import coordinator_xml
-from tests.support.engine import run_pending_commands
 from tests.support.users import staff
-from workflows import runner
-from workflows.models import WorkflowNode
+from tests.support.workflow_nodes import failed_action
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
-
-
-def failed_action(owner: User) -> tuple[CoordinatorJob, CoordinatorAction, WorkflowNode]:
-    """A coordinator whose first action ran examples.fail once (in this process, as a worker runs it)."""
-    job = submit_coordinator(coordinator_xml("examples.fail"), {}, owner=owner)
-    run_pending_commands()
-    input_checks()
-    run_pending_commands()
-    action = CoordinatorAction.objects.get(job=job, number=1)
-    node = WorkflowNode.objects.get(workflow_id=action.external_id)
-    runner.run_node(node.id, node.attempt, "w1@host")
-    run_pending_commands()
-    return job, action, node
 
 
 def test_the_api_lists_each_try_with_its_traceback(ann: User) -> None:

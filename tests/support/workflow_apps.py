@@ -47,8 +47,8 @@ def submit(directory: Path, **properties: str) -> WorkflowJob:
     return submit_workflow(conf, owner=owner(), trusted=True)
 
 
-def drive(rounds: int = 50) -> int:
-    """Run queued nodes and commands in this process until nothing is left; how many nodes ran."""
+def drive(rounds: int = 50, worker: str = "test") -> int:
+    """Run queued nodes and commands in this process until nothing is left, as `worker`; how many nodes ran."""
     ran = 0
     for _ in range(rounds):
         queued = list(WorkflowNode.objects.filter(status=N.PREP, workflow__status=W.RUNNING)
@@ -57,7 +57,7 @@ def drive(rounds: int = 50) -> int:
         if not queued and not commands:
             return ran
         for node_id, attempt in queued:
-            run_node(node_id, attempt, "test")
+            run_node(node_id, attempt, worker)
             ran += 1
     return ran
 

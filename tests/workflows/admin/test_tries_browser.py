@@ -9,14 +9,8 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 
-from coordinators.models import CoordinatorAction
-from coordinators.services import submit_coordinator
-from statusservice.tasks import input_checks
 from tests.support.browser import check_page, log_in
-from tests.support.coordinator_apps import coordinator_xml
-from tests.support.engine import run_pending_commands
-from workflows import runner
-from workflows.models import WorkflowNode
+from tests.support.workflow_nodes import failed_action
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_process_engine")]
 
@@ -26,14 +20,7 @@ def test_a_failed_try_shows_its_traceback_and_log_on_the_action_page(
 ) -> None:
     from selenium.webdriver.common.by import By  # noqa: PLC0415 - selenium is optional: imported only when a browser test runs
 
-    job = submit_coordinator(coordinator_xml("examples.fail"), {}, owner=ann)
-    run_pending_commands()
-    input_checks()
-    run_pending_commands()
-    action = CoordinatorAction.objects.get(job=job, number=1)
-    node = WorkflowNode.objects.get(workflow_id=action.external_id)
-    runner.run_node(node.id, node.attempt, "w1@host")
-    run_pending_commands()
+    _, action, _ = failed_action(ann)
     User.objects.create_superuser("admin", "admin@example.com", "a-long-password")
     log_in(browser, live_server.url, "admin", "a-long-password")
 

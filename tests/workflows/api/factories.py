@@ -6,10 +6,8 @@ from pathlib import Path
 
 from django.contrib.auth.models import User
 
-from tests.support.engine import run_pending_commands
-from workflows.choices import NodeStatus, WorkflowStatus
+from tests.support.workflow_apps import drive as drive_nodes
 from workflows.models import WorkflowJob, WorkflowNode
-from workflows.runner import run_node
 from workflows.services import submit_workflow
 
 APP_PATH = "oozie.wf.application.path"
@@ -59,18 +57,8 @@ def submit(directory: Path, owner: User, *, start: bool = True, **properties: st
 
 
 def drive(rounds: int = 50) -> int:
-    """Run queued nodes and commands in this process until nothing is left; how many nodes ran."""
-    ran = 0
-    for _ in range(rounds):
-        queued = list(WorkflowNode.objects.filter(status=NodeStatus.PREP, workflow__status=WorkflowStatus.RUNNING)
-                      .values_list("pk", "attempt"))
-        commands = run_pending_commands()
-        if not queued and not commands:
-            return ran
-        for node_id, attempt in queued:
-            run_node(node_id, attempt, "w1@host")
-            ran += 1
-    return ran
+    """Run queued nodes and commands in this process until nothing is left (as worker w1@host); how many nodes ran."""
+    return drive_nodes(rounds, worker="w1@host")
 
 
 def rows() -> tuple[int, int]:
