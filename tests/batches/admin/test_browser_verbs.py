@@ -70,5 +70,5 @@ def test_set_the_priority_of_a_failed_batch_job_then_requeue_it_in_chromium(
     job.refresh_from_db()
     assert job.status == target != J.FAILED
     browser.get(page)
-    assert f"job {job.number} of batch {batch.pk} {target}" in browser.find_element(By.ID, "content").text
+    assert f"job {job.pk} of batch {batch.pk} {target}" in browser.find_element(By.ID, "content").text
     check_page(browser, screenshots, "batch-job-verbs-done", boxes=BOXES)
