@@ -125,7 +125,7 @@ class Router(logging.Handler):
 
 
 class _Stream:
-    """sys.stdout or sys.stderr: what a try's thread writes also goes to its capture."""
+    """sys.stdout (outside a worker): what a try's thread prints also goes to its capture."""
 
     def __init__(self, inner: TextIO) -> None:
         self._inner = inner
