@@ -148,6 +148,35 @@ def map_uri(url: str) -> str:
     return target + rest if target.endswith("/") else f"{target}/{rest}"
 
 
+def map_uris_in(text: str) -> str:
+    """`text` with every URI in it that starts with a STORAGE_URI_MAP prefix mapped (a shell argument, `-Din=hdfs://nn/x`).
+
+    A prefix counts only where a URI starts (at the start, or after a character no scheme
+    holds: `=`, `:`, space, a quote ...) and ends with a whole segment (then `/`, the end, a
+    space, `,`, `;`, a quote or `)`), so `xhdfs://nn` and `hdfs://nn2` stay as they are; the URI
+    runs to the next space, `,`, `;` or quote. Mapping twice changes nothing.
+    """
+    if not isinstance(text, str) or not settings.STORAGE_URI_MAP:
+        return text
+    sources = sorted((source.rstrip("/") for source in settings.STORAGE_URI_MAP), key=len, reverse=True)
+    pattern = re.compile(r"(?<![A-Za-z0-9+.\-])(?:" + "|".join(map(re.escape, sources)) + r")(?=[/\s,;'\")]|$)")
+    out: list[str] = []
+    position = 0
+    for match in pattern.finditer(text):
+        if match.start() < position:
+            continue
+        end = match.end()
+        while end < len(text) and text[end] not in _URI_END:
+            end += 1
+        out += [text[position:match.start()], map_uri(text[match.start():end])]
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+_URI_END = frozenset(" \t\n,;'\"")
+
+
 def mapped_note(url: str, opened: str) -> str:
     """` (mapped to X by STORAGE_URI_MAP)` when a URL was mapped, for messages naming what the user wrote; else ''."""
     return f" (mapped to {opened!r} by STORAGE_URI_MAP)" if opened.strip() != url.strip() else ""

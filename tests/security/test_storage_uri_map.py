@@ -73,3 +73,19 @@ def test_a_mapping_to_outside_the_roots_is_refused(settings: Any, tmp_path: Any)
     # Mapped inside the roots, it is allowed and opened where it maps to.
     settings.STORAGE_URI_MAP = {"hdfs://namenode:8020": f"file://{tmp_path}"}
     assert check_allowed("hdfs://namenode:8020/passwd") == f"file://{tmp_path.resolve()}/passwd"
+
+
+@pytest.mark.parametrize(("text", "mapped"), [
+    pytest.param("hdfs://namenode:8020/user/ann/in", "file:///srv/hdfs/user/ann/in", id="a-whole-argument"),
+    pytest.param("-Dinput=hdfs://namenode:8020/user/ann/in", "-Dinput=file:///srv/hdfs/user/ann/in", id="after-equals"),
+    pytest.param("hdfs://nn2/a,hdfs://namenode:8020/user/etl/b", "memory://a,s3://bucket/etl/b", id="a-list"),
+    pytest.param("cp 'hdfs://nn2/a' x", "cp 'memory://a' x", id="quoted"),
+    pytest.param("xhdfs://nn2/a hdfs://nn22/a", "xhdfs://nn2/a hdfs://nn22/a", id="not-a-uri-start-or-another-host"),
+    pytest.param("hdfs://namenode:80201/x", "hdfs://namenode:80201/x", id="another-port"),
+    pytest.param("no uri here", "no uri here", id="plain-text"),
+])
+def test_map_uris_in_text(settings: Any, text: str, mapped: str) -> None:
+    """Every URI starting with a mapped prefix inside a text is mapped (shell arguments, env-vars); nothing else moves."""
+    settings.STORAGE_URI_MAP = MAP
+    assert storage.map_uris_in(text) == mapped
+    assert storage.map_uris_in(mapped) == mapped  # mapping twice changes nothing

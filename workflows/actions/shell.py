@@ -5,7 +5,8 @@ worker's rights, so turning it on trusts every user who may submit workflows (AD
 The command is executed directly (exec and args, no shell parsing) in a fresh temporary
 directory that is also its HOME, with a small environment (PATH, locale, time zone) plus
 its env-vars (`$NAME` in a value is expanded, so PATH=$PATH:/opt/bin works as in Oozie) and
-OOZIE_ACTION_CONF_XML naming the action's configuration. It runs in its own process group:
+OOZIE_ACTION_CONF_XML naming the action's configuration. URIs under a STORAGE_URI_MAP prefix in
+its args and env-vars are passed mapped (`hdfs://nn/in` -> `file:///srv/hdfs/in`). It runs in its own process group:
 the whole group is killed after WORKFLOW_SHELL_TIMEOUT_SECONDS, and whatever it left running
 when it ends. With capture-output, stdout is Java properties (at most WORKFLOW_MAX_OUTPUT_DATA
 bytes) and becomes the node's action data.
@@ -28,6 +29,7 @@ from typing import Any
 from django.conf import settings
 
 from kernel import capture as try_capture
+from kernel import storage
 from oozie.definitions import DefinitionError, parse_properties, serialize_hadoop_configuration
 from workflows.actions.base import OK, ActionContext, ActionResult, error, exception_text, failed
 from workflows.actions.data import over_limit
@@ -55,7 +57,7 @@ def _environment(pairs: list[str], workdir: str) -> dict[str, str] | str:
         name, separator, value = pair.partition("=")
         if not separator or not name.strip():
             return f"Wrong ENV format [{pair}] in <env-var> , key=value format expected"
-        env[name.strip()] = _VARIABLE.sub(lambda match: env.get(match.group(1), ""), value)
+        env[name.strip()] = _VARIABLE.sub(lambda match: env.get(match.group(1), ""), storage.map_uris_in(value))
     return env
 
 
@@ -138,7 +140,8 @@ def execute(spec: Mapping[str, Any], context: ActionContext) -> ActionResult:
             f"shell action [{context.node_name}] not run: shell actions are disabled on this service "
             "(an operator may allow them with WORKFLOW_SHELL_ENABLED=true)",
         )
-    command = [str(spec.get("exec", "")).strip(), *(str(arg) for arg in spec.get("args", ()))]
+    # A migrated application's URIs (`hdfs://nn/...` in an argument or env-var) name where they map to (STORAGE_URI_MAP).
+    command = [str(spec.get("exec", "")).strip(), *(storage.map_uris_in(str(arg)) for arg in spec.get("args", ()))]
     if not command[0]:
         return failed("JA010", f"shell action [{context.node_name}] has no <exec>")
     workdir = tempfile.mkdtemp(prefix="wf-shell-")

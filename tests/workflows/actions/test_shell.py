@@ -244,3 +244,19 @@ def test_a_shell_command_dies_when_its_worker_process_is_stopped_past_the_lease(
         _assert_dead(shell)
         _assert_dead(background)
         assert 2 <= time.monotonic() - stopped < 6
+
+
+@pytest.mark.usefixtures("enabled")
+def test_migrated_uris_in_arguments_and_env_vars_are_mapped(settings: Any, tmp_path: Path) -> None:
+    """An Oozie app's `hdfs://` arguments and env-vars reach the command as the storage STORAGE_URI_MAP maps them to."""
+    settings.STORAGE_URI_MAP = {"hdfs://namenode:8020": f"file://{tmp_path}"}
+    result = sh(
+        'echo "arg=$1"; echo "flag=$2"; echo "env=$INPUT"; echo "other=$3"',
+        "hdfs://namenode:8020/user/ann/in", "-Dout=hdfs://namenode:8020/user/ann/out", "hdfs://elsewhere/x",
+        env=["INPUT=hdfs://namenode:8020/data/a,hdfs://namenode:8020/data/b"], capture=True,
+    )
+    assert result.status == "OK", result
+    assert result.data == {
+        "arg": f"file://{tmp_path}/user/ann/in", "flag": f"-Dout=file://{tmp_path}/user/ann/out",
+        "env": f"file://{tmp_path}/data/a,file://{tmp_path}/data/b", "other": "hdfs://elsewhere/x",
+    }
