@@ -26,10 +26,12 @@ import redis
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from kombu import pools
 
 from project.celery import app
 from project.launcher import find_redis_server, free_port, redis_answers, wait_for
+from xcommands import broker
 from xcommands.base import XCommand
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 from xcommands.models import Command, CommandKey
@@ -71,6 +73,25 @@ def _trace(run: str, key: str, seq: int, started: float) -> None:
 def raw_noop(run: str, key: str, seq: int) -> None:
     """Raw Celery baseline: trace and return."""
     _trace(run, key, seq, time.time())
+
+
+def fresh_redis(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A redis-server of the run's own (no persistence, files in `tmp`) and its URL, once it answers.
+
+    Its broker epoch is set at once: a new, empty Redis has lost nothing, and without the epoch
+    the first recovery sweep would take the run's queued messages for lost ones and send every
+    waiting node again (xcommands.broker).
+    """
+    port = free_port()
+    proc = subprocess.Popen(  # noqa: S603
+        [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    wait_for(lambda: redis_answers(url), 15, "redis-server")
+    redis.Redis.from_url(url).set(broker.SENTINEL, timezone.now().isoformat(), nx=True)
+    return proc, url
 
 
 @dataclass
@@ -137,16 +158,8 @@ class Bench:
         configured = os.environ.get("REDIS_URL")
         if configured and redis_answers(configured):
             return configured
-        port = free_port()
-        self.procs.append(
-            subprocess.Popen(  # noqa: S603
-                [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(self.tmp)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        wait_for(lambda: redis_answers(url), 15, "redis-server")
+        proc, url = fresh_redis(self.tmp)
+        self.procs.append(proc)
         return url
 
     def _start_worker(self) -> None:

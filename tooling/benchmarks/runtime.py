@@ -31,8 +31,8 @@ from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from project.celery import app
-from project.launcher import find_redis_server, free_port, redis_answers, wait_for
-from tooling.benchmarks.keyed_queue import bench_env
+from project.launcher import redis_answers
+from tooling.benchmarks.keyed_queue import bench_env, fresh_redis
 from xcommands import engine
 from xcommands.choices import CommandStatus
 from xcommands.models import Command, CommandKey
@@ -86,14 +86,7 @@ def private_redis(tmp: Path, log: Log) -> Iterator[str]:
     if configured and redis_answers(configured):
         url = configured
     else:
-        port = free_port()
-        proc = subprocess.Popen(  # noqa: S603
-            [find_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(tmp)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        wait_for(lambda: redis_answers(url), 15, "redis-server")
+        proc, url = fresh_redis(tmp)
         log(f"started redis-server on {url}")
     old = (app.conf.broker_url, app.conf.result_backend)
     app.conf.update(broker_url=url, result_backend=url)
