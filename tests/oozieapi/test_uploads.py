@@ -9,6 +9,7 @@ answer's path is submitted like any other application path.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,15 @@ def test_too_many_entries_and_too_much_content_are_400(ann: User, root: Path, se
     status, code, message = error_of(upload(Oozie(ann), tar_gz(entry("big.bin", b"x" * 1001))))
     assert (status, code) == (400, "E0330") and "more than 1000 bytes" in message
     assert written(root) == []
+
+
+def test_a_body_larger_than_djangos_memory_limit_is_streamed(ann: User, root: Path, settings: Any) -> None:
+    """Bodies are read in chunks, never as request.body: 3 MB passes with DATA_UPLOAD_MAX_MEMORY_SIZE at 1 MB."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000_000
+    noise = os.urandom(3_000_000)  # incompressible: the body is as large
+    response = upload(Oozie(ann), application(entry("lib/data.bin", noise)))
+    assert response.status_code == 201, response.content
+    assert (Path(response.json()["path"].removeprefix("file://")) / "lib" / "data.bin").read_bytes() == noise
 
 
 def test_a_body_over_the_limit_is_413(ann: User, root: Path, settings: Any) -> None:
