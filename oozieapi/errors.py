@@ -34,6 +34,10 @@ TEMPLATES = {
     "E0302": "Invalid parameter [{0}]",
     "E0303": "Invalid parameter value, [{0}] = [{1}]",
     "E0305": "Missing parameter [{0}]",
+    # E0330-E0332 are this service's own (Oozie has no upload): `oozie job -upload`, ADR 0036.
+    "E0330": "Invalid application archive, {0}",
+    "E0331": "Application archive too large, {0}",
+    "E0332": "Application uploads are not available, {0}",
     "E0404": "Only one of the properties are allowed [{0}]",
     "E0405": "Submission request doesn't have any application or lib path",
     "E0420": "Invalid jobs filter [{0}], {1}",

@@ -6,9 +6,10 @@ machine with neither a database nor Django settings. Nothing here imports Django
 another package of this project (import-linter's `oozieclient-standalone` contract).
 
 Modules, top down: `cli` (arguments, dispatch, exit codes) > `commands` (one function per
-sub-command) > `configuration` (a job's properties, user and time zone), `render` (Oozie's
-tables and info blocks), `http` (requests, auth, Oozie's error headers) > `properties`
-(job.properties and Hadoop XML configurations).
+sub-command) > `upload` (`-upload`: a local application sent with the submission) >
+`configuration` (a job's properties, user and time zone), `render` (Oozie's tables and info
+blocks), `http` (requests, auth, Oozie's error headers) > `properties` (job.properties and
+Hadoop XML configurations).
 """
 
 from __future__ import annotations

@@ -80,6 +80,7 @@ JOB = [
     ("-suspend", True, "suspend a job"),
     ("-timeout", True, "timeout in minutes (default is 30, negative values indicate no timeout, requires -poll)"),
     ("-update", True, "Update coord definition and properties"),
+    ("-upload", False, "send the application on this machine's disk with -run, -submit or -dryrun (this service only)"),
     ("-value", True, "new endtime/concurrency/pausetime value for changing a coordinator job"),
 ]
 JOBS = [

@@ -25,6 +25,7 @@ from oozieclient.configuration import (
 )
 from oozieclient.http import XML_CONTENT_TYPE, OozieClient, OozieClientError
 from oozieclient.properties import ConfigurationError, check_well_formed, configuration_xml
+from oozieclient.upload import upload_application
 
 Printer = Callable[[str], None]
 
@@ -65,6 +66,8 @@ def job(client: OozieClient, options: argparse.Namespace, environ: Mapping[str, 
     if len(given) > 1:
         raise UsageError(f"-{given[0]} and -{given[1]} cannot be used together")
     verb = given[0]
+    if options.upload and verb not in ("submit", "run", "dryrun"):
+        raise UsageError("-upload goes with -run, -submit or -dryrun")
     zone = time_zone(options, environ)
     if verb in ("submit", "run", "dryrun"):
         return _submit(client, options, environ, say, err, verb)
@@ -118,14 +121,20 @@ def job(client: OozieClient, options: argparse.Namespace, environ: Mapping[str, 
 
 def _submit(client: OozieClient, options: argparse.Namespace, environ: Mapping[str, str], say: Printer, err: TextIO,
             verb: str) -> int:
-    """POST /jobs with the configuration: `job: <id>`; a dry run prints the server's plan."""
+    """POST /jobs with the configuration: `job: <id>`; a dry run prints the server's plan.
+
+    With -upload the application on this machine is sent first (oozieclient.upload) and the
+    configuration names the server's copy.
+    """
     configuration = job_configuration(options, environ) or {}
+    if options.upload:
+        configuration = upload_application(client, configuration, err)
     params = {"action": "start"} if verb == "run" else {"action": "dryrun"} if verb == "dryrun" else {}
     try:
         answer = client.request("POST", "jobs", params, body=configuration_xml(configuration),
                                 content_type=XML_CONTENT_TYPE).json() or {}
     except OozieClientError as error:
-        if error.code in UNREADABLE_APPLICATION:
+        if error.code in UNREADABLE_APPLICATION and not options.upload:
             error.hint = local_application_hint(configuration)
         elif error.code == "E0500" and "user.name" in error.message:
             error.hint = (

@@ -3,7 +3,8 @@
 `user.name` first (see `default_user`), then the `-config` file (`.properties` or Hadoop
 `.xml`), then `-D name=value`; `-Dheader:NAME=VALUE` are HTTP headers. A submission the server
 refuses because it cannot read the application gets a hint when that application is on this
-machine's disk (`local_application_hint`).
+machine's disk (`local_application_hint`); `application` names that application (`-upload`
+sends it: oozieclient.upload).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import getpass
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -88,31 +90,51 @@ def job_configuration(options: argparse.Namespace, environ: Mapping[str, str], *
     return configuration
 
 
+@dataclass(frozen=True)
+class Application:
+    """The application path a configuration names: the property, its value with `${...}` resolved, and the path on this machine."""
+
+    name: str  # oozie.wf.application.path, oozie.coord.application.path or oozie.bundle.application.path
+    path: str  # the value, `${name}` references resolved from the configuration
+    local: str  # the path on this machine's disk it would name (`file://` or a bare path); "" for other storage
+
+
+def local_path(value: str, *, relative: bool = False) -> str:
+    """The path on this machine a `file://` URI or a bare path names; "" for another scheme (or a relative path unless `relative`)."""
+    parts = urlsplit(value)
+    if parts.scheme == "file":
+        return parts.path
+    if parts.scheme or not value or not (relative or value.startswith("/")):
+        return ""
+    return value
+
+
+def application(configuration: Mapping[str, str]) -> Application | None:
+    """The first application path property set (Oozie takes exactly one), resolved; None when there is none."""
+    for name in APP_PATHS:
+        value = configuration.get(name, "").strip()
+        if value:
+            path = expand(value, configuration)
+            return Application(name, path, local_path(path, relative=True))
+    return None
+
+
 def local_application_hint(configuration: Mapping[str, str]) -> str:
     """Why the server may not read an application that exists on this machine's disk; "" when it is not local.
 
     `file://` URIs and bare paths name the server's storage, not the client's: an Oozie server
     reads them on its own disks (or maps them to its storage), never on the machine the command
-    runs on.
+    runs on. This service can take the application with the submission (`-upload`).
     """
-    for name in APP_PATHS:
-        value = configuration.get(name, "").strip()
-        if not value:
-            continue
-        path = expand(value, configuration)
-        parts = urlsplit(path)
-        if parts.scheme not in ("", "file"):
-            return ""
-        local = parts.path if parts.scheme == "file" else path
-        if not local or not os.path.exists(local):
-            return ""
-        return (
-            f"{name} = {path} is on this machine's disk ({local}); the Oozie server reads application paths on "
-            "its own storage, not on the client's. Copy the application to a place the server can read (a "
-            "directory under its application roots, or a storage URI it maps) and name that path in "
-            f"{name} (this client has no -upload)."
-        )
-    return ""
+    app = application(configuration)
+    if app is None or not app.local or not os.path.exists(app.local):
+        return ""
+    return (
+        f"{app.name} = {app.path} is on this machine's disk ({app.local}); the Oozie server reads application paths "
+        "on its own storage, not on the client's. Send it with the submission: run the command again with -upload "
+        "(this service; Apache Oozie has no upload), or copy the application to a place the server can read (a "
+        f"directory under its application roots, or a storage URI it maps) and name that path in {app.name}."
+    )
 
 
 def time_zone(options: argparse.Namespace, environ: Mapping[str, str]) -> tzinfo | None:

@@ -394,6 +394,14 @@ FLOWER_URL = env_str("FLOWER_URL", "")
 ADMIN_LIVE_SECONDS = env_int("ADMIN_LIVE_SECONDS", 5)
 BULK_ADMIN_THRESHOLD = env_int("BULK_ADMIN_THRESHOLD", 20)
 OOZIE_BULK_WAIT_SECONDS = env_float("OOZIE_BULK_WAIT_SECONDS", 10.0)
+# `oozie job -upload` (POST /oozie/v2/upload, ADR 0036): applications sent with a submission are
+# unpacked under OOZIE_UPLOAD_ROOT/<user>/, which must lie under COORD_APPLICATION_ROOTS (else
+# uploads are refused); a tar.gz of at most OOZIE_UPLOAD_MAX_BYTES (0: uploads off) holding at most
+# OOZIE_UPLOAD_MAX_ENTRIES files and directories and OOZIE_UPLOAD_MAX_UNPACKED_BYTES of contents.
+OOZIE_UPLOAD_ROOT = env_str("OOZIE_UPLOAD_ROOT", str(VAR_DIR / "apps" / "uploads"))
+OOZIE_UPLOAD_MAX_BYTES = env_int("OOZIE_UPLOAD_MAX_BYTES", 20 * 1024 * 1024)
+OOZIE_UPLOAD_MAX_UNPACKED_BYTES = env_int("OOZIE_UPLOAD_MAX_UNPACKED_BYTES", 100 * 1024 * 1024)
+OOZIE_UPLOAD_MAX_ENTRIES = env_int("OOZIE_UPLOAD_MAX_ENTRIES", 2000)
 
 # --- Monitoring (ADR 0014) ----------------------------------------------------------------
 # /metrics answers `Authorization: Bearer <METRICS_TOKEN>` (when set) and any API user. Its

@@ -185,6 +185,7 @@ def test_an_application_on_the_clients_disk_is_explained(run_oozie: RunOozie, tm
     assert first.startswith("Error: E0")
     assert f"is on this machine's disk ({hdfs}/user/ann/examples/apps/no-op)" in hint
     assert "reads application paths on its own storage" in hint
+    assert "run the command again with -upload" in hint
     assert not WorkflowJob.objects.exists()
 
 
