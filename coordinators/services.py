@@ -19,6 +19,7 @@ from coordinators.commands import (
     CoordSuspendXCommand,
 )
 from coordinators.commands.actions import wake_waiting_actions
+from coordinators.commands.actions_kill import CoordActionsKillXCommand, select_killable
 from coordinators.commands.change import CoordChangeXCommand, check_change, parse_change_value
 from coordinators.commands.control import check_verb
 from coordinators.commands.ignore import (
@@ -245,6 +246,22 @@ def ignore_actions(job_id: str, *, actor: Any, ignore_type: str, scope: str) -> 
         check_modify(actor, job)
         actions = select_ignorable(job, ignore_type, scope)
         enqueue(CoordActionsIgnoreXCommand(job_id=job_id, ignore_type=ignore_type, scope=scope), owner_id=actor.pk)
+    return actions
+
+
+def kill_actions(job_id: str, *, actor: Any, kill_type: str, scope: str) -> list[CoordinatorAction]:
+    """Queue the kill of the live actions named by numbers (`1,3-4`) or dates (`A::B, C`); the job goes on.
+
+    Returns the actions that will be killed (checked now, and again when the command runs:
+    what has ended by then is left alone). Raises KillRefused (bad type or scope),
+    NothingToKill (the job has ended, or no action of the scope is live), JobPermissionDenied
+    or DoesNotExist; nothing is queued then.
+    """
+    with transaction.atomic():
+        job = CoordinatorJob.objects.select_for_update().get(pk=job_id)
+        check_modify(actor, job)
+        actions = select_killable(job, kill_type, scope)
+        enqueue(CoordActionsKillXCommand(job_id=job_id, kill_type=kill_type, scope=scope), owner_id=actor.pk)
     return actions
 
 

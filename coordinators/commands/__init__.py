@@ -8,6 +8,7 @@ from coordinators.commands.actions import (
     CoordActionStatusXCommand,
     CoordJobStatusXCommand,
 )
+from coordinators.commands.actions_kill import CoordActionsKillXCommand
 from coordinators.commands.change import CoordChangeXCommand, CoordPauseXCommand
 from coordinators.commands.control import (
     CoordKillXCommand,
@@ -22,6 +23,7 @@ from coordinators.commands.update import CoordUpdateXCommand
 __all__ = [
     "CoordActionInputCheckXCommand",
     "CoordActionsIgnoreXCommand",
+    "CoordActionsKillXCommand",
     "CoordActionReadyXCommand",
     "CoordActionStatusXCommand",
     "CoordChangeXCommand",
