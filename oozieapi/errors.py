@@ -66,6 +66,7 @@ TEMPLATES = {
     "E1015": "Invalid coordinator job change value {0}, {1}",
     "E1016": "Cannot change a killed coordinator job",
     "E1018": "Coord Job Rerun Error: {0}",
+    "E1020": "Could not kill coord job, this job either finished successfully or does not exist , [{0}]",
     "E1023": "Coord Job update Error: [{0}]",
     "E1024": "Cannot run ignore command: [{0}]",
     "E1025": "Coord status transit error: [{0}]",

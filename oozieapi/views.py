@@ -3,7 +3,8 @@
 Endpoints: /versions, /v{1,2}/admin/{status,build-version,available-timezones} (and the resources
 of oozieapi.admin), /v{1,2}/jobs
 (GET list, POST submit with a Hadoop XML configuration, PUT bulk kill/suspend/resume), /v{1,2}/job/{id} (GET info, definition,
-log, errorlog, status; PUT start, suspend, resume, kill, change, rerun, dryrun) and /job/{id}@{n}.
+log, errorlog, status; PUT start, suspend, resume, kill (the job, or `type=action|date&scope=` its actions),
+change, rerun, dryrun, ignore, update) and /job/{id}@{n}.
 Views parse Oozie's parameters and call `coordinators.services`; bundles (`-B` ids, `jobtype=bundle`,
 `oozie.bundle.application.path`) go to `oozieapi.bundles`, on `bundles.services`. Errors become
 Oozie's `oozie-error-code` / `oozie-error-message` answers.
@@ -25,6 +26,7 @@ from django.views.decorators.csrf import csrf_exempt
 from bundles.models import BundleJob
 from coordinators import services
 from coordinators.choices import IllegalTransition
+from coordinators.commands.actions_kill import KillRefused, NothingToKill
 from coordinators.commands.ignore import IgnoreRefused
 from coordinators.commands.update import UpdateRefused
 from coordinators.dryrun import as_text
@@ -282,7 +284,7 @@ class JobView(OozieView):
         return _masked(self._act(request, version, job_id), self.caller, job_id)
 
     def _act(self, request: HttpRequest, version: str, job_id: str) -> HttpResponse:
-        """Queue the verb (200, empty body as Oozie answers); rerun answers the actions queued again."""
+        """Queue the verb (200, empty body as Oozie answers); rerun, ignore and a scoped kill answer the actions."""
         if is_workflow_id(job_id):
             self.verb = request.GET.get("action") or ""
             return oozie_workflows.put(self.caller, job_id, request.GET, request.body,
@@ -301,6 +303,8 @@ class JobView(OozieView):
         self.verb = "rerun" if action in ("rerun", "coord-rerun") else action
         if action == "start":
             services.start_job(job_id, actor=self.caller)
+        elif action == "kill" and ("type" in params or "scope" in params):
+            return self._kill_actions(request, job_id)
         elif action in ("suspend", "resume", "kill"):
             try:
                 services.control(job_id, action, actor=self.caller)
@@ -324,6 +328,30 @@ class JobView(OozieView):
         else:
             raise bad_parameter("action", action)
         return HttpResponse(status=200)
+
+    def _kill_actions(self, request: HttpRequest, job_id: str) -> HttpResponse:
+        """`type=action|date&scope=...`: the live actions queued to be KILLED (`{"actions": [...]}`); the job goes on.
+
+        Both parameters are required (Oozie kills the whole job when one is missing; here that
+        is refused, so that a typo never kills more than asked). Bad syntax: E0302, as Oozie's
+        CoordUtils; a finished job or a scope with no live action: E1020; nothing is queued.
+        """
+        params = request.GET
+        kill_type = params.get("type") or ""
+        scope = params.get("scope") or ""
+        if not kill_type:
+            raise OozieError(400, "E0305", "type")
+        if kill_type not in ("action", "date"):
+            raise OozieError(400, "E0302", f"type={kill_type}: a coordinator kill takes type=action or type=date")
+        if not scope.strip():
+            raise OozieError(400, "E0305", "scope")
+        try:
+            actions = services.kill_actions(job_id, actor=self.caller, kill_type=kill_type, scope=scope)
+        except KillRefused as exc:
+            raise OozieError(400, "E0302", str(exc)) from None
+        except NothingToKill as exc:
+            raise OozieError(400, "E1020", str(exc)) from None
+        return json_response({"actions": [action_json(action) for action in actions]})
 
     def _ignore(self, request: HttpRequest, job_id: str) -> HttpResponse:
         """`type=action|date&scope=...`: the actions queued to be IGNORED; no scope: the job (200, empty body)."""

@@ -300,6 +300,24 @@ class IgnoreSerializer(serializers.Serializer[dict[str, Any]]):
     )
 
 
+class KillSerializer(serializers.Serializer[dict[str, Any]]):
+    """Which actions to kill (DG_CommandLineTool `-kill ID -action|-date`); an empty body kills the job itself."""
+
+    type = serializers.ChoiceField(
+        choices=["action", "date"], required=False, help_text="scope is action numbers or nominal-time ranges (default action)",
+    )
+    scope = serializers.CharField(
+        max_length=4096, required=False, allow_blank=True,
+        help_text="`1,3-4` or `2009-01-01T01:00Z::2009-01-01T03:00Z`: only those live actions are killed",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """A type or a scope asks for a scoped kill: the scope must then name something (never the whole job by mistake)."""
+        if ("type" in attrs or "scope" in attrs) and not attrs.get("scope", "").strip():
+            raise serializers.ValidationError({"scope": "name the actions to kill (`1,3-4` or `A::B`); send no body to kill the job"})
+        return attrs
+
+
 class UpdateSerializer(serializers.Serializer[dict[str, Any]]):
     """An update of the job's definition (read again from its app path) and, optionally, its properties."""
 

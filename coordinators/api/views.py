@@ -1,5 +1,7 @@
 """Coordinator API: submit, dry-run, list, read, and the verbs start/suspend/resume/kill/change/rerun/ignore/update.
 
+kill takes an optional scope (`{"type": "action", "scope": "1,3-4"}`): then only those live actions are killed.
+
 Views parse input and call the domain actions in `coordinators.services` (the same ones the CLI
 and the admin call); those check permissions and refuse illegal transitions.
 """
@@ -34,6 +36,7 @@ from coordinators.api.serializers import (
     DryRunResultSerializer,
     DryRunSerializer,
     IgnoreSerializer,
+    KillSerializer,
     RerunResultSerializer,
     RerunSerializer,
     StatusChangeSerializer,
@@ -161,11 +164,20 @@ class CoordinatorJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Do
         """Queue the resumption."""
         return accepted(CoordinatorJobSerializer, services.control(pk, "resume", actor=request.user), request)
 
-    @_verb_schema("Kill a job and its unfinished actions")
+    @extend_schema(summary="Kill a job and its unfinished actions, or only the live actions a scope names",
+                   description="No body: 202 with the job, queued to be KILLED. `{\"type\": \"action\"|\"date\", \"scope\": ...}`: "
+                   "202 with the WAITING, READY, SUBMITTED, RUNNING or SUSPENDED actions of the scope, queued to be "
+                   "KILLED (their runs too); the job goes on. A finished job, or no live action in the scope: 409.",
+                   request=KillSerializer, responses={202: RerunResultSerializer, **VERB_ERRORS})
     @action(detail=True, methods=["post"])
     def kill(self, request: Request, pk: str) -> Response:
-        """Queue the kill."""
-        return accepted(CoordinatorJobSerializer, services.control(pk, "kill", actor=request.user), request)
+        """Queue the kill of the job (202 with it), or of the live actions a scope names (202 with them)."""
+        data = _valid(KillSerializer, request)
+        if "scope" not in data:
+            return accepted(CoordinatorJobSerializer, services.control(pk, "kill", actor=request.user), request)
+        actions = services.kill_actions(pk, actor=request.user, kill_type=data.get("type", "action"), scope=data["scope"])
+        body = {"actions": CoordinatorActionSerializer(actions, many=True, context=self.get_serializer_context()).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
     @_verb_schema("Change end time, concurrency or pause time", request=ChangeSerializer)
     @action(detail=True, methods=["post"])

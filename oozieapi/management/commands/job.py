@@ -38,6 +38,7 @@ from coordinators.services import (
     control,
     ignore_actions,
     ignore_job,
+    kill_actions,
     rerun_job,
     start_job,
     submit_coordinator,
@@ -91,7 +92,7 @@ class Command(ProductCommand):
 
     help = (
         "oozie job for coordinators and bundles: -run|-submit|-dryrun -config F [--format text|json]; "
-        "-start|-info|-kill|-suspend|-resume ID; -change ID -value endtime=..;concurrency=..;pausetime=..; "
+        "-start|-info|-kill|-suspend|-resume ID; -kill COORD_ID -action 1,3-4 | -date A::B; -change ID -value endtime=..;concurrency=..;pausetime=..; "
         "-rerun COORD_ID -action 1,3-4 | -date A::B [-refresh] [-nocleanup] [-failed]; "
         "-rerun BUNDLE_ID -coordinator c1,c2 and/or -date A::B [-refresh] [-nocleanup]; "
         "-ignore COORD_ID [-action 1,3-4 | -date A::B]; -update COORD_ID [-config F] [-dryrun]; "
@@ -115,9 +116,9 @@ class Command(ProductCommand):
         add_user_option(parser)
         parser.add_argument("-value", default=None, help="-change: endtime=...;concurrency=...;pausetime=...;status=RUNNING "
                             "(bundles: endtime and pausetime)")
-        parser.add_argument("-action", default=None, help="-rerun, -ignore: action numbers and ranges, e.g. 1,3-4,7-40")
+        parser.add_argument("-action", default=None, help="-rerun, -ignore, -kill of a coordinator: action numbers and ranges, e.g. 1,3-4,7-40")
         parser.add_argument("-date", default=None,
-                            help="-rerun, -ignore: nominal times and ranges (UTC), e.g. 2009-01-01T01:00Z::2009-01-31T23:59Z")
+                            help="-rerun, -ignore, -kill of a coordinator: nominal times and ranges (UTC), e.g. 2009-01-01T01:00Z::2009-01-31T23:59Z")
         parser.add_argument("-coordinator", default=None, help="-rerun of a bundle: coordinator names, e.g. c1,c3")
         parser.add_argument("-format", "--format", dest="format", choices=("text", "json"), default="text",
                             help="-dryrun: a readable summary (default) or the dry-run JSON")
@@ -146,7 +147,9 @@ class Command(ProductCommand):
             raise CommandError(f"-D goes with -run, -submit, -dryrun, -rerun or -update; not with -{verb}")
         try:
             job_id = options.get(verb) if verb not in ("run", "submit", "dryrun") else None
-            if isinstance(job_id, str) and is_workflow(job_id) and verb in ("info", "start", "kill", "suspend", "resume", "rerun"):
+            if verb == "kill" and (options["action"] is not None or options["date"] is not None):
+                self._kill_actions(options["kill"], options)
+            elif isinstance(job_id, str) and is_workflow(job_id) and verb in ("info", "start", "kill", "suspend", "resume", "rerun"):
                 self._workflow(verb, job_id, options)
             elif verb in ("run", "submit", "dryrun"):
                 self._submit(verb, options)
@@ -400,6 +403,22 @@ class Command(ProductCommand):
         lines = [f"{'ID':<45} {'Status':<10} Nominal Time", "-" * 75]
         lines += [f"{action.id:<45} {action.status:<10} {format_datetime(action.nominal_time)}" for action in actions]
         lines.append(f"ignore: {len(actions)} action(s) of {job_id} queued (they become IGNORED)")
+        self.stdout.write("\n".join(lines))
+
+    def _kill_actions(self, job_id: str, options: dict[str, Any]) -> None:
+        """-kill COORD_ID -action 1,3-4 | -date A::B: the live actions of the scope become KILLED; the job goes on."""
+        if is_bundle(job_id) or is_workflow(job_id):
+            raise CommandError(f"-kill takes -action or -date only for a coordinator job, not a {'bundle' if is_bundle(job_id) else 'workflow'}")
+        if options["action"] is not None and options["date"] is not None:
+            raise CommandError("-kill takes -action or -date, not both")
+        kill_type, scope = ("action", options["action"]) if options["action"] is not None else ("date", options["date"])
+        if not scope.strip():
+            raise CommandError(f"-{kill_type} is empty")
+        self._existing(job_id)
+        actions = kill_actions(job_id, actor=self._user(options), kill_type=kill_type, scope=scope)
+        lines = [f"{'ID':<45} {'Status':<10} Nominal Time", "-" * 75]
+        lines += [f"{action.id:<45} {action.status:<10} {format_datetime(action.nominal_time)}" for action in actions]
+        lines.append(f"kill: {len(actions)} action(s) of {job_id} queued (they become KILLED)")
         self.stdout.write("\n".join(lines))
 
     def _update(self, job_id: str, options: dict[str, Any]) -> None:
