@@ -76,11 +76,14 @@ def job(client: OozieClient, options: argparse.Namespace, environ: Mapping[str, 
         client.request("PUT", f"job/{job_id}", {"action": verb})
     elif verb == "kill":
         if "-C" in job_id and (options.action is not None or options.date is not None):
-            raise OozieClientError(
-                "E0000", "killing single coordinator actions (-kill with -action or -date) is not supported by this "
-                "client: kill the job, or ignore or rerun the actions",
-            )
-        client.request("PUT", f"job/{job_id}", {"action": "kill"})
+            # A coordinator's actions by number or date (OozieCLI.jobCommand): the ones to be killed, as rerun prints them.
+            kill_type, scope = _scope(options, "kill")
+            params = {"action": "kill", "type": kill_type, "scope": scope}
+            answer = client.request("PUT", f"job/{job_id}", params).json() or {}
+            for line in render.coordinator_actions(answer.get("actions") or []):
+                say(line)
+        else:
+            client.request("PUT", f"job/{job_id}", {"action": "kill"})
     elif verb == "change":
         if options.value is None:
             raise OozieClientError("E0000", "-value option needs to be specified for -change option")

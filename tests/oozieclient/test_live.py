@@ -236,11 +236,42 @@ def test_verbs_on_a_coordinator_and_poll(run_oozie: RunOozie, tmp_path: Path) ->
     assert CoordinatorJob.objects.get(pk=coordinator).concurrency == 3
     no_value = run_oozie("job", "-change", coordinator)
     assert no_value.code == 255 and "-value option needs to be specified" in no_value.err
-    scoped = run_oozie("job", "-kill", coordinator, "-action", "1")
-    assert scoped.code == 255 and "not supported by this client" in scoped.err
-    assert CoordinatorJob.objects.get(pk=coordinator).status == "RUNNING"  # nothing was sent
 
     workflow = job_id(run_oozie("job", "-config", properties(tmp_path, hdfs, "no-op"), "-run"))
     run_pending_commands()
     polled = run_oozie("job", "-poll", workflow, "-interval", "0.001", "-timeout", "1", "-verbose")
     assert (polled.code, polled.lines) == (0, ["SUCCEEDED"])
+
+
+def test_kill_of_coordinator_actions(run_oozie: RunOozie, tmp_path: Path) -> None:
+    """-kill ID -action 1-2 / -date A: the actions to be killed, as Oozie's printCoordActions; the job runs on."""
+    user("ann")
+    hdfs = layout(tmp_path)
+    coordinator = job_id(run_oozie("job", "-config", properties(tmp_path, hdfs, "cron", *CRON_EXTRA), "-run"))
+    run_pending_commands()
+    job = CoordinatorJob.objects.get(pk=coordinator)
+    live = ("WAITING", "READY", "SUBMITTED", "RUNNING")
+    assert job.last_action_number >= 3 and set(job.actions.values_list("status", flat=True)) <= set(live)
+    nominal = {a.number: a.nominal_time.strftime("%Y-%m-%d %H:%M GMT") for a in job.actions.all()}
+
+    killed = run_oozie("job", "-kill", coordinator, "-action", "1-2")
+    assert (killed.code, killed.err) == (0, ""), killed.err
+    assert killed.lines == ["Action ID\tNominal Time", "-" * 132,
+                            f"{coordinator}@1\t{nominal[1]}", f"{coordinator}@2\t{nominal[2]}"]
+    run_pending_commands()
+    assert dict(job.actions.filter(number__lte=3).values_list("number", "status"))[3] in live
+    assert set(job.actions.filter(number__lte=2).values_list("status", flat=True)) == {"KILLED"}
+    assert CoordinatorJob.objects.get(pk=coordinator).status not in ("KILLED", "SUCCEEDED")  # the job goes on
+
+    dated = run_oozie("job", "-kill", coordinator, "-date", nominal[3].replace(" GMT", "Z").replace(" ", "T"))
+    assert (dated.code, dated.lines[2:]) == (0, [f"{coordinator}@3\t{nominal[3]}"]), dated.err
+    run_pending_commands()
+    assert job.actions.get(number=3).status == "KILLED"
+
+    ended = run_oozie("job", "-kill", coordinator, "-action", "1")
+    assert ended.code == 255 and ended.err.startswith("Error: E1020 : E1020: Could not kill coord job"), ended.err
+    bad = run_oozie("job", "-kill", coordinator, "-action", "1-x")
+    assert bad.code == 255 and "E0302" in bad.err and "expected a number" in bad.err
+    both = run_oozie("job", "-kill", coordinator, "-action", "4", "-date", nominal[4])
+    assert both.code == 255 and "either date or action expected" in both.err
+    assert job.actions.get(number=4).status in live  # nothing was killed by the refusals
