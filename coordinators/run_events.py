@@ -14,6 +14,9 @@ The workflow runtime tells the action what happened through the hooks registered
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
@@ -25,10 +28,12 @@ from coordinators.commands.actions import (
     CoordActionReadyXCommand,
     CoordActionStatusXCommand,
     CoordJobStatusXCommand,
+    announce_outputs,
     apply_run_outcome,
 )
 from coordinators.launchers import ACTION_OF_WORKFLOW
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange, record_changes
+from kernel import sqlbatch
 from kernel.history import acting_as
 from kernel.locking import skip_locked
 from workflows import parents
@@ -49,6 +54,28 @@ def _started(workflow: WorkflowJob, node: WorkflowNode) -> None:
         with acting_as(f"worker (run {workflow.id})"):
             record_changes(StatusChange.Kind.ACTION, workflow.coord_action_id, workflow.coord_action_id.split("@")[0],
                            [(ActionStatus.SUBMITTED, ActionStatus.RUNNING, now, "its run started")])
+
+
+#: The run's action, as the statements below name it: the action the claimed workflow job runs for.
+_RUN_ACTION = "(SELECT coord_action_id FROM workflows_workflowjob WHERE id = %(workflow)s)"
+
+
+def _start_statements() -> list[str]:
+    """`_started` as SQL in the worker's claim (workflows.parents.on_started_statements): the same move, no wait.
+
+    A row a command holds is skipped (PostgreSQL), as the start report never waited for one:
+    the run's end settles the action all the same.
+    """
+    return [
+        "UPDATE coordinators_coordinatoraction SET status = 'RUNNING', started_at = %(now)s, last_modified = %(now)s"  # noqa: S608 - constant SQL
+        " WHERE id IN (SELECT a.id FROM coordinators_coordinatoraction a WHERE a.id = " + _RUN_ACTION +
+        " AND a.status = 'SUBMITTED' AND a.external_id = %(workflow)s AND " + parents.CLAIMED
+        + sqlbatch.for_update(skip_locked=True) + ")",
+        "INSERT INTO coordinators_statuschange (kind, object_id, job_id, from_status, to_status, at, by, reason)"  # noqa: S608 - constant SQL
+        " SELECT 'action', a.id, a.job_id, 'SUBMITTED', 'RUNNING', %(now)s, 'worker (run ' || %(workflow)s || ')',"
+        " 'its run started' FROM coordinators_coordinatoraction a WHERE a.id = " + _RUN_ACTION +
+        " AND a.status = 'RUNNING' AND a.started_at = %(now)s AND a.external_id = %(workflow)s AND " + parents.CLAIMED,
+    ]
 
 
 def _suspended_or_resumed(workflow: WorkflowJob, suspended: bool) -> None:
@@ -102,6 +129,65 @@ def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:
     ))
 
 
+def _sql_list(statuses: frozenset[str]) -> str:
+    return ", ".join(f"'{status}'" for status in sorted(statuses))
+
+
+def _end_statements() -> list[str]:
+    """`settle_action` as SQL in the worker's end report (workflows.parents.on_ended_statements).
+
+    The run's action, if it is RUNNING for this run and nobody holds its row (PostgreSQL: SKIP
+    LOCKED), takes the run's outcome with its history line; the last statement answers what
+    the follow-ups depend on (`_after_end`). A SUBMITTED action (its start was skipped), one a
+    command holds, or one that moved on is left to `_ended`, as before.
+    """
+    settled = (
+        " FROM coordinators_coordinatoraction a WHERE a.id = " + _RUN_ACTION
+        + " AND a.status = %(workflow_status)s AND a.ended_at = %(now)s AND a.external_id = %(workflow)s"
+    )
+    if not settings.COORD_SETTLE_ON_END:
+        return ["SELECT 1 WHERE 1 = 0"]  # the command settles every action: `_after_end` queues it
+    others = "SELECT 1 FROM coordinators_coordinatoraction o WHERE o.job_id = a.job_id AND o.id <> a.id AND o.status"
+    return [
+        "UPDATE coordinators_coordinatoraction SET status = %(workflow_status)s, error_message = %(error_message)s,"  # noqa: S608 - constant SQL
+        " ended_at = %(now)s, last_modified = %(now)s WHERE id IN (SELECT a.id FROM coordinators_coordinatoraction a"
+        " WHERE a.id = " + _RUN_ACTION + " AND a.status = 'RUNNING' AND a.external_id = %(workflow)s AND "
+        + parents.ENDED + sqlbatch.for_update(skip_locked=True) + ")",
+        "INSERT INTO coordinators_statuschange (kind, object_id, job_id, from_status, to_status, at, by, reason)"  # noqa: S608 - constant SQL
+        " SELECT 'action', a.id, a.job_id, 'RUNNING', %(workflow_status)s, %(now)s, 'worker (run ' || %(workflow)s || ')',"
+        " %(error_message)s" + settled,
+        "SELECT a.job_id, a.data_out, j.status, j.done_materializing,"  # noqa: S608 - constant SQL
+        f" EXISTS ({others} = '{ActionStatus.READY}'),"
+        f" EXISTS ({others} IN ({_sql_list(ACTION_PENDING | ACTION_ACTIVE)}))"
+        " FROM coordinators_coordinatoraction a JOIN coordinators_coordinatorjob j ON j.id = a.job_id"
+        " WHERE a.id = " + _RUN_ACTION + " AND a.status = %(workflow_status)s AND a.ended_at = %(now)s"
+        " AND a.external_id = %(workflow)s",
+    ]
+
+
+def _after_end(workflow: WorkflowJob, node: WorkflowNode, rows: list[list[tuple[Any, ...]]]) -> None:
+    """After `_end_statements`: what `settle_action` queues once the action settled; `_ended` if the statements did not settle it."""
+    if not rows[-1]:
+        _ended(workflow, node)
+        return
+    job_id, data_out, job_status, done_materializing, has_ready, has_live = rows[-1][0]
+    status = ACTION_OF_WORKFLOW[WorkflowStatus(workflow.status)]
+    outputs = data_out if isinstance(data_out, dict) else json.loads(data_out or "{}")
+    if status == ActionStatus.SUCCEEDED and outputs:
+        announce_outputs(CoordinatorAction(id=str(workflow.coord_action_id), job_id=job_id, data_out=outputs),
+                         workflow.ended_at or timezone.now())
+    _follow_up(job_id, job_status, bool(done_materializing), bool(has_ready), bool(has_live), status)
+
+
+def _follow_up(job_id: str, job_status: str, done_materializing: bool, has_ready: bool, has_live: bool,
+               status: str) -> None:
+    """Queue what a settled action's end lets happen: READY actions into the freed slot, the job's status."""
+    if job_status in STARTING_JOB_STATUSES and has_ready:
+        enqueue(CoordActionReadyXCommand(job_id=job_id))  # the freed slot lets a READY action in
+    if job_status in JOB_MATERIALIZING and (status != ActionStatus.SUCCEEDED or (done_materializing and not has_live)):
+        enqueue(CoordJobStatusXCommand(job_id=job_id))  # RUNNINGWITHERROR, or the job's end
+
+
 def settle_action(workflow: WorkflowJob, status: str) -> bool:
     """Move the run's action to its outcome if nobody holds its row and it still waits for this run; whether it did."""
     if not settings.COORD_SETTLE_ON_END:
@@ -127,18 +213,15 @@ def settle_action(workflow: WorkflowJob, status: str) -> bool:
     )
     if job is None:
         return True
-    if job["status"] in STARTING_JOB_STATUSES and job["has_ready"]:
-        enqueue(CoordActionReadyXCommand(job_id=action.job_id))  # the freed slot lets a READY action in
-    if job["status"] in JOB_MATERIALIZING and (
-        status != ActionStatus.SUCCEEDED or (job["done_materializing"] and not job["has_live"])
-    ):
-        enqueue(CoordJobStatusXCommand(job_id=action.job_id))  # RUNNINGWITHERROR, or the job's end
+    _follow_up(action.job_id, job["status"], job["done_materializing"], job["has_ready"], job["has_live"], status)
     return True
 
 
 def register() -> None:
     """Hear the starts and ends of the runs that actions launch, and the ends of the batches they open (app ready)."""
     parents.on_started(_started)
+    parents.on_started_statements(_start_statements)
     parents.on_ended(_ended)
+    parents.on_ended_statements(_end_statements, _after_end)
     parents.on_suspended_or_resumed(_suspended_or_resumed)
     batch_launch.register()

@@ -27,18 +27,18 @@ from celery import current_app as app  # project.celery's app, set up by this pr
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from kernel import processes, task_registry, tries, user_tasks
+from kernel import processes, sqlbatch, task_registry, tries, user_tasks
 from kernel.capture import Capture, capturing, note_exception
-from kernel.history import acting_as, record_status
+from kernel.history import acting_as, current_actor
 from kernel.models import TaskTry
 from kernel.secrets import masker
 from workflows import notifications, parents
 from workflows.actions import ActionContext, execute
-from workflows.choices import NodeStatus, WorkflowStatus
+from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
 from workflows.engine import node_ended
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
-from workflows.models import NODE_KIND, WorkflowJob, WorkflowNode
+from workflows.models import WorkflowJob, WorkflowNode
 from workflows.outcomes import MAX_ERROR_CHARS, Outcome, end_workflow, store_end
 from workflows.settings import is_transient, lease_seconds, report_retry_seconds
 from xcommands.heartbeat import lease
@@ -90,35 +90,18 @@ def _run_attempt(node_id: str, attempt: int, worker: str) -> tuple[str, str]:
             outcome = invoke_action(node, worker) if workflow.definition else invoke(node.task_name, workflow, worker)
     finally:
         _current.run = None
-    result = record(node_id, attempt, outcome, capture)
+    result = record(node_id, attempt, outcome, capture, claimed=node)
     if result not in (NodeStatus.ERROR, NodeStatus.FAILED):
         return result, ""
     shown = masker(*workflow.secret_sources()).text(f"{outcome.error_code}: {outcome.error_message}")
     return result, shown
 
 
-#: How long the start report may wait for a row another transaction holds (PostgreSQL).
-START_REPORT_LOCK_TIMEOUT_MS = 1000
-
-
 def _report_started(workflow: WorkflowJob, node: WorkflowNode) -> None:
-    """A display nicety (the parent sees RUNNING, the start notification): never worth waiting on a lock.
-
-    Another transaction may hold the coordinator action's row (a command, or a partitioned
-    host's transaction that PostgreSQL ends only after DB_IDLE_IN_TRANSACTION_SECONDS): the
-    report gives up after START_REPORT_LOCK_TIMEOUT_MS instead of holding the task back; the
-    run's end settles the action all the same.
-    """
-    try:
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(f"SET LOCAL lock_timeout = {int(START_REPORT_LOCK_TIMEOUT_MS)}")
-            parents.started(workflow, node)
-            if workflow.definition:
-                notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
-    except DatabaseError as exc:
-        log.info("node %s: start not reported (%s); its end settles the parent", node.id, str(exc).splitlines()[0][:200])
+    """A workflow application's start notification for the node (the parent heard of the start in the claim)."""
+    if workflow.definition:
+        with transaction.atomic():  # sent after commit, as every notification
+            notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
 
 
 def _retrying(step: Callable[[], T], what: str, seconds: float) -> T:
@@ -137,24 +120,36 @@ def _retrying(step: Callable[[], T], what: str, seconds: float) -> T:
             delay = min(delay * 2, 10.0)
 
 
+#: The claim: PREP -> RUNNING on (node, attempt) while its workflow runs, with the lease and the start time.
+CLAIM = (
+    "UPDATE workflows_workflownode SET status = 'RUNNING', worker = %(worker)s, lease_expires_at = %(lease)s,"
+    " started_at = %(now)s, ended_at = NULL"
+    " WHERE id = %(node)s AND attempt = %(attempt)s AND status = 'PREP' AND EXISTS ("
+    "SELECT 1 FROM workflows_workflowjob w WHERE w.id = workflows_workflownode.workflow_id AND w.status = 'RUNNING')"
+)
+#: Its line in the status history (kernel.history), written only if the claim took the node.
+CLAIM_RECORD = (
+    "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"
+    " SELECT 'node', %(node)s, %(workflow)s, 'PREP', 'RUNNING', %(now)s, %(by)s, %(reason)s WHERE " + parents.CLAIMED
+)
+
+
 def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
-    """Take the node's lease if this attempt is still waiting to run; None for a stale or duplicate message."""
+    """Take the node's lease if this attempt is still waiting to run; None for a stale or duplicate message.
+
+    One batch (kernel.sqlbatch: one round trip and one transaction on PostgreSQL): the claim, its
+    history line and the parents' start (the action SUBMITTED -> RUNNING), each acting only if
+    the claim took the node; the node is then read with its workflow.
+    """
     now = timezone.now()
-    with transaction.atomic():
-        # Only while its workflow runs: a SUSPENDED workflow's queued node waits for resume.
-        taken = WorkflowNode.objects.filter(
-            pk=node_id, attempt=attempt, status=NodeStatus.PREP, workflow__status=WorkflowStatus.RUNNING,
-        ).update(
-            status=NodeStatus.RUNNING,
-            worker=worker,
-            lease_expires_at=now + timedelta(seconds=lease_seconds()),
-            started_at=now,
-            ended_at=None,
-        )
-        if taken:
-            record_status(NODE_KIND, node_id, NodeStatus.PREP, NodeStatus.RUNNING, parent=node_id.rpartition("@")[0],
-                          reason=f"attempt {attempt} on {worker}", at=now)
-        node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
+    params = {
+        "node": node_id, "attempt": attempt, "worker": worker, "now": now, "workflow": node_id.rpartition("@")[0],
+        "lease": now + timedelta(seconds=lease_seconds()), "by": current_actor()[:200],
+        "reason": f"attempt {attempt} on {worker}",
+    }
+    rows = sqlbatch.run([CLAIM, CLAIM_RECORD, *parents.start_statements(), "SELECT " + parents.CLAIMED], params)[-1]
+    taken = bool(rows and rows[0][0])
+    node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
     if not taken:
         if node is not None and _owner_died_here(node, attempt, worker, now):
             return None
@@ -230,15 +225,19 @@ def invoke_action(node: WorkflowNode, worker: str) -> Outcome:
     )
 
 
-def record(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None = None) -> str:
+def record(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None = None, *,
+           claimed: WorkflowNode | None = None) -> str:
     """Write the outcome while this attempt still holds the node, retrying database errors with backoff.
+
+    `claimed`: the node as this worker's claim read it; a one-node (`task:`) run's usual end is
+    then written by `_record_fast`, in one batch of statements.
 
     Gives up after WORKFLOW_REPORT_RETRY_SECONDS (the lease then lapses and the node runs
     again: at-least-once). A node that moved meanwhile (killed, or launched again after this
     worker was taken for lost) keeps its state: this outcome is discarded and logged.
     """
     try:
-        return _retrying(lambda: _record_once(node_id, attempt, outcome, capture),
+        return _retrying(lambda: _record_once(node_id, attempt, outcome, capture, claimed),
                          f"node {node_id} attempt {attempt}: recording {outcome.status}", report_retry_seconds())
     except DatabaseError as exc:
         log.error("node %s attempt %s: outcome %s not recorded, giving up: %s; the node will run again",
@@ -246,8 +245,106 @@ def record(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None
         return "unrecorded"
 
 
-def _record_once(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None) -> str:
+#: The end of a claimed node (fenced on its attempt, as `_record_once`), the history line and the try; see `_record_fast`.
+END_NODE = (
+    "UPDATE workflows_workflownode SET status = %(status)s, ended_at = %(now)s, lease_expires_at = NULL,"
+    " error_code = %(error_code)s, error_message = %(error_message)s, history = {history}"
+    " WHERE id = %(node)s AND attempt = %(attempt)s AND status = 'RUNNING'"
+)
+NODE_ENDED = (
+    "EXISTS (SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND status = %(status)s AND ended_at = %(now)s)"
+)
+END_NODE_RECORD = (
+    "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"
+    " SELECT 'node', %(node)s, %(workflow)s, 'RUNNING', %(status)s, %(now)s, %(by)s, %(reason)s WHERE " + NODE_ENDED
+)
+END_WORKFLOW = (
+    "UPDATE workflows_workflowjob SET status = %(workflow_status)s, ended_at = %(now)s, last_modified = %(now)s,"  # noqa: S608 - constant SQL
+    " error_code = %(error_code)s, error_message = %(error_message)s"
+    " WHERE id = %(workflow)s AND status = 'RUNNING' AND " + NODE_ENDED
+)
+END_WORKFLOW_RECORD = (
+    "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"
+    " SELECT 'workflow', %(workflow)s, %(parent)s, 'RUNNING', %(workflow_status)s, %(now)s, %(by)s, %(reason)s"
+    " WHERE " + parents.ENDED
+)
+STORE_TRY = (
+    "INSERT INTO kernel_tasktry (kind, object_id, job_id, action_id, root_id, name, run, attempt, worker, status,"
+    " started_at, ended_at, error_code, error_message, traceback, log, log_dropped)"
+    " SELECT 'node', %(node)s, %(workflow)s, %(action)s, %(root)s, %(name)s, %(run)s, %(attempt)s, %(worker)s,"
+    " %(status)s, %(started)s, %(now)s, %(error_code)s, %(error_message)s, %(traceback)s, %(log)s, %(log_dropped)s"
+    " WHERE " + NODE_ENDED
+)
+
+
+def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, now: Any) -> str | None:
+    """A claimed one-node run's end as `_record_once` writes it, in one batch; None where that path must decide.
+
+    In one transaction (on PostgreSQL: BEGIN, one round trip of statements, COMMIT instead of a
+    dozen ORM statements): the workflow row locked first (the order every writer takes), the node
+    ended if this attempt still holds it, its history line, the workflow's end if it still runs
+    (a SUSPENDED one keeps its status until resume, as in `end_node`), the try, and the parents'
+    statements (the action settled); each acts only if the one before did. The parents' Python
+    follows in the same transaction. A fenced node changed nothing: None, and `_record_once` tells
+    why and keeps the try as DISCARDED. A transient error to retry, captured data or a workflow
+    application go through `_record_once` too.
+    """
+    workflow = node.workflow
+    parent_statements = parents.end_statements()
+    if (workflow.definition or parent_statements is None or outcome.data is not None or outcome.external_id
+            or outcome.external_status or (outcome.transient and node.attempt < node.max_attempts)):
+        return None
+    workflow_status = WORKFLOW_OF_NODE[outcome.status]
+    error = " ".join(part for part in (outcome.error_code, outcome.error_message) if part)
+    action_id = workflow.coord_action_id or ""
+    history = [*node.history, {
+        "attempt": node.attempt, "worker": node.worker,
+        "started": node.started_at.isoformat(timespec="milliseconds") if node.started_at else None,
+        "ended": now.isoformat(timespec="milliseconds"), "outcome": outcome.status,
+        **({"error": outcome.error_message[:500]} if outcome.error_message else {}),
+    }]
+    params = {
+        "node": node.id, "workflow": workflow.id, "attempt": node.attempt, "status": outcome.status, "now": now,
+        "workflow_status": workflow_status, "error_code": outcome.error_code, "error_message": outcome.error_message,
+        "history": sqlbatch.json_value(history), "by": current_actor()[:200], "reason": error,
+        "parent": workflow.coord_action_id or workflow.parent_workflow_id or "", "action": action_id[:60],
+        "root": (action_id.partition("@")[0] if action_id else workflow.id)[:200], "name": node.name[:200],
+        "run": workflow.run, "worker": node.worker[:200], "started": node.started_at,
+        "traceback": capture.traceback if capture is not None else "", "log": capture.text() if capture is not None else "",
+        "log_dropped": capture.dropped if capture is not None else 0,
+    }
+    ours = [
+        "SELECT id FROM workflows_workflowjob WHERE id = %(workflow)s" + sqlbatch.for_update(),  # noqa: S608 - constant SQL
+        END_NODE.format(history=sqlbatch.json_param("history")), END_NODE_RECORD, END_WORKFLOW, END_WORKFLOW_RECORD,
+        STORE_TRY, f"SELECT {NODE_ENDED}, {parents.ENDED}",
+    ]
+    with transaction.atomic():
+        rows = sqlbatch.run([*ours, *(statement for statements, _ in parent_statements for statement in statements)],
+                            params)
+        node_ended, workflow_ended = (bool(flag) for flag in rows[len(ours) - 1][0])
+        if not node_ended:
+            return None
+        if not workflow_ended:
+            log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",
+                     node.id, outcome.status, workflow.id)
+            return outcome.status
+        workflow.status, workflow.ended_at = workflow_status, now
+        workflow.error_code, workflow.error_message = outcome.error_code, outcome.error_message
+        node.status, node.ended_at = outcome.status, now
+        done = len(ours)
+        for statements, after in parent_statements:
+            after(workflow, node, rows[done:done + len(statements)])
+            done += len(statements)
+    return outcome.status
+
+
+def _record_once(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None,
+                 claimed: WorkflowNode | None = None) -> str:
     now = timezone.now()
+    if claimed is not None and claimed.attempt == attempt:
+        fast = _record_fast(claimed, outcome, capture, now)
+        if fast is not None:
+            return fast
     with transaction.atomic():
         # The workflow row first, then the node: the order every writer of a workflow's nodes
         # takes (verbs, the DAG's transitions), so two of them never wait for each other.

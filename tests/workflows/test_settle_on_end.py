@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -15,13 +16,17 @@ from django.utils import timezone
 from coordinators.choices import ActionStatus
 from coordinators.models import CoordinatorAction, StatusChange
 from coordinators.services import submit_coordinator
+from kernel.capture import capturing
+from kernel.history import acting_as
+from kernel.models import StatusRecord, TaskTry
 from statusservice.tasks import input_checks
 from tests.support.coordinator_apps import coordinator_xml
 from tests.support.engine import run_pending_commands
 from tests.support.locks import row_locked
 from tests.support.workflow_nodes import node_of
 from workflows import runner
-from workflows.choices import NodeStatus
+from workflows.choices import NodeStatus, WorkflowStatus
+from workflows.models import WorkflowJob, WorkflowNode
 from workflows.recovery import recover
 from xcommands.models import Command
 
@@ -155,3 +160,90 @@ def test_a_healthy_worker_never_loses_its_lease_to_another_transactions_lock(
     run_pending_commands()
     action.refresh_from_db()
     assert action.status == ActionStatus.SUCCEEDED
+
+
+def _story(action: CoordinatorAction) -> dict[str, Any]:
+    """Everything a run's report wrote about the action, its run and node, with ids and times made comparable."""
+    action.refresh_from_db()
+    run = action.external_id
+    node = WorkflowNode.objects.select_related("workflow").get(workflow_id=run)
+    plain = {run: "RUN", action.id: "ACTION", action.job_id: "JOB", node.id: "NODE",
+             action.nominal_time.isoformat(): "NOMINAL"}  # examples.fail names it in its error
+
+    def same(text: str) -> str:
+        for real, alias in plain.items():
+            text = text.replace(real, alias)
+        return text
+
+    return {
+        "action": (action.status, same(action.error_message), action.started_at is not None, action.ended_at is not None),
+        "action history": [(a, b, same(by), same(why)) for a, b, by, why in StatusChange.objects.filter(
+            object_id=action.id).order_by("at", "id").values_list("from_status", "to_status", "by", "reason")],
+        "records": [(kind, same(obj), same(parent), a, b, same(by), same(why)) for kind, obj, parent, a, b, by, why in
+                    StatusRecord.objects.filter(object_id__in=[run, node.id]).order_by("at", "id").values_list(
+                        "kind", "object_id", "parent_id", "from_status", "to_status", "by", "reason")],
+        "node": (node.status, node.error_code, same(node.error_message), node.lease_expires_at, node.ended_at is not None,
+                 [(entry["attempt"], entry["outcome"], same(entry.get("error", ""))) for entry in node.history]),
+        "workflow": (node.workflow.status, node.workflow.error_code, same(node.workflow.error_message),
+                     node.workflow.ended_at == node.ended_at),
+        "tries": [(same(t.object_id), same(t.job_id), same(t.action_id), same(t.root_id), t.name, t.run, t.attempt,
+                   t.status, t.error_code, same(t.error_message), t.started_at == node.started_at, t.ended_at == node.ended_at)
+                  for t in TaskTry.objects.filter(object_id=node.id)],
+        "commands": sorted(Command.objects.filter(key=action.job_id).values_list("name", flat=True)),
+    }
+
+
+@pytest.mark.parametrize("task", ["examples.noop", "examples.fail"])
+def test_the_one_batch_report_writes_what_the_orm_report_writes(
+    launched: Launch, task: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker's report of a one-node run (claim + one batch) leaves the same rows as the ORM report it replaces."""
+    fast, slow = launched(task, owner="fast"), launched(task, owner="slow")
+    with monkeypatch.context() as patched:
+        patched.setattr(runner, "end_node", lambda *args, **kwargs: pytest.fail("the ORM report ran"))
+        runner.run_node(node_of(fast).id, 1)
+    worker = runner.identity()
+    with acting_as(f"worker {worker}"):  # as run_attempt names the worker
+        node = runner.claim(node_of(slow).id, 1, worker)
+        assert node is not None
+        outcome = runner.invoke(node.task_name, node.workflow, worker)
+        runner.record(node.id, 1, outcome)  # no `claimed`: the ORM report
+    fast_story, slow_story = _story(fast), _story(slow)
+    assert fast_story == slow_story
+    assert fast_story["action"][0] == (ActionStatus.SUCCEEDED if task == "examples.noop" else ActionStatus.FAILED)
+    assert [row[3:5] for row in fast_story["records"]] == [
+        (NodeStatus.PREP, NodeStatus.RUNNING), (NodeStatus.RUNNING, fast_story["node"][0]),
+        ("RUNNING", fast_story["workflow"][0]),
+    ]
+
+
+def test_the_batch_report_leaves_a_suspended_workflow_to_resume(launched: Launch) -> None:
+    """A workflow suspended while its node ran keeps its status; the node's end is stored and the action waits."""
+    action = launched()
+    node = node_of(action)
+    claimed = runner.claim(node.id, 1, runner.identity())
+    assert claimed is not None
+    WorkflowJob.objects.filter(pk=node.workflow_id).update(status=WorkflowStatus.SUSPENDED)
+    assert runner.record(node.id, 1, runner.Outcome(NodeStatus.OK), claimed=claimed) == NodeStatus.OK
+    node.refresh_from_db()
+    action.refresh_from_db()
+    assert node.status == NodeStatus.OK and node.workflow.status == WorkflowStatus.SUSPENDED
+    assert action.status == ActionStatus.RUNNING
+
+
+def test_a_fenced_batch_report_changes_nothing_and_keeps_the_try(launched: Launch) -> None:
+    """A node that moved on while the task ran (its lease lost): the batch writes nothing; the try is DISCARDED."""
+    action = launched()
+    node = node_of(action)
+    claimed = runner.claim(node.id, 1, runner.identity())
+    assert claimed is not None
+    WorkflowNode.objects.filter(pk=node.id).update(status=NodeStatus.PREP, attempt=2)  # relaunched elsewhere
+    with capturing() as capture:
+        print("the task's output")  # noqa: T201 - what the try keeps
+    assert runner.record(node.id, 1, runner.Outcome(NodeStatus.OK), capture, claimed=claimed) == "fenced"
+    action.refresh_from_db()
+    assert action.status == ActionStatus.RUNNING
+    assert WorkflowJob.objects.get(pk=node.workflow_id).status == WorkflowStatus.RUNNING
+    assert list(TaskTry.objects.filter(object_id=node.id).values_list("status", "log")) == [
+        ("DISCARDED", "the task's output\n"),
+    ]

@@ -1,0 +1,61 @@
+"""kernel.sqlbatch: statements run as one unit, each seeing what the earlier ones wrote; an error undoes them all."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import DatabaseError, connection
+from django.test.utils import CaptureQueriesContext
+
+from kernel import sqlbatch
+from kernel.models import StatusRecord
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AT = datetime(2026, 11, 27, 10, 0, 0, 123456, tzinfo=UTC)
+INSERT = (
+    "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"
+    " VALUES ('node', %(id)s, '', 'PREP', 'RUNNING', %(at)s, 'test', '')"
+)
+# Acts only if the row the first statement wrote is there, found by its exact time (as the claim's statements do).
+FOLLOW = (
+    "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"
+    " SELECT 'node', %(id)s, '', 'RUNNING', 'OK', %(at)s, 'test', '' WHERE EXISTS ("
+    "SELECT 1 FROM kernel_statusrecord WHERE object_id = %(id)s AND to_status = 'RUNNING' AND at = %(at)s)"
+)
+COUNT = "SELECT count(*) FROM kernel_statusrecord WHERE object_id = %(id)s"
+
+
+def test_each_statement_sees_the_earlier_ones_and_answers_its_rows() -> None:
+    """A later statement acts on what an earlier one wrote (an aware datetime matched exactly); every statement's rows come back."""
+    results = sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "a@x", "at": AT})
+    assert results == [[], [], [(2,)]]
+    assert list(StatusRecord.objects.filter(object_id="a@x").order_by("id").values_list("to_status", "at")) == [
+        ("RUNNING", AT), ("OK", AT),
+    ]
+    # Without the first statement's row, the second does nothing.
+    assert sqlbatch.run([FOLLOW, COUNT], {"id": "b@x", "at": AT}) == [[], [(0,)]]
+
+
+def test_an_error_in_any_statement_undoes_them_all() -> None:
+    """One unit: a failing last statement leaves nothing of the earlier ones."""
+    with pytest.raises(DatabaseError):
+        sqlbatch.run([INSERT, FOLLOW, "SELECT * FROM no_such_table"], {"id": "c@x", "at": AT})
+    assert not StatusRecord.objects.filter(object_id="c@x").exists()
+
+
+def test_postgresql_sends_the_batch_in_one_round_trip() -> None:
+    """On PostgreSQL the statements are one query (one round trip); SQLite runs them one by one in a transaction."""
+    with CaptureQueriesContext(connection) as queries:
+        sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "d@x", "at": AT})
+    executed = [query["sql"] for query in queries.captured_queries if "kernel_statusrecord" in query["sql"]]
+    assert len(executed) == (1 if connection.vendor == "postgresql" else 3)
+
+
+def test_json_and_locking_fragments_follow_the_database() -> None:
+    """jsonb casts and FOR UPDATE only where PostgreSQL needs them."""
+    postgres = connection.vendor == "postgresql"
+    assert sqlbatch.json_param("h") == ("CAST(%(h)s AS jsonb)" if postgres else "%(h)s")
+    assert sqlbatch.for_update(skip_locked=True) == (" FOR UPDATE SKIP LOCKED" if postgres else "")
+    assert sqlbatch.json_value([{"a": 1}]) == '[{"a": 1}]'
