@@ -11,7 +11,8 @@ they are written once, with named parameters (`%(name)s`), and run:
 
 Each statement sees what the earlier ones wrote, so a later one can act only if an earlier
 one did (`WHERE EXISTS (...)` on the row it marked). Each statement's rows are returned. Values are adapted as Django adapts them (aware datetimes to the column's form);
-`json_param` and `for_update` give the few fragments that differ between the two.
+`json_param` and `for_update` give the few fragments that differ between the two, and
+`columns` and `load` read whole rows into model instances without a queryset's compile.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from functools import cache
+from typing import Any, TypeVar
 
 from django.db import connection, transaction
+from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
 
 
 def json_param(name: str) -> str:
@@ -67,3 +72,29 @@ def run(statements: Sequence[str], params: Mapping[str, Any]) -> list[list[tuple
             cursor.execute(statement, values)
             results.append([tuple(row) for row in cursor.fetchall()] if cursor.description else [])
     return results
+
+
+def columns(model: type[Model], alias: str) -> str:
+    """The select list of every concrete column of `model` under `alias` (for `load`)."""
+    return ", ".join(f"{alias}.{connection.ops.quote_name(str(field.column))}" for field in model._meta.concrete_fields)
+
+
+def load(model: type[M], values: Sequence[Any]) -> M:
+    """An instance of `model` from a row of `columns(model, ...)`, its values converted as the ORM converts them."""
+    converters = _converters(model, connection.vendor)
+    converted = []
+    for value, (functions, expression) in zip(values, converters, strict=True):
+        for function in functions:
+            value = function(value, expression, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [field.attname for field in model._meta.concrete_fields], converted)
+
+
+@cache
+def _converters(model: type[Model], vendor: str) -> list[tuple[list[Any], Any]]:
+    """Per concrete field: the ORM's converters for a value read from this database (cached per model and vendor)."""
+    found = []
+    for field in model._meta.concrete_fields:
+        expression = field.get_col(model._meta.db_table)
+        found.append((connection.ops.get_db_converters(expression) + field.get_db_converters(connection), expression))
+    return found

@@ -139,7 +139,7 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
 
     One batch (kernel.sqlbatch: one round trip and one transaction on PostgreSQL): the claim, its
     history line and the parents' start (the action SUBMITTED -> RUNNING), each acting only if
-    the claim took the node; the node is then read with its workflow.
+    the claim took the node, and the node read with its workflow.
     """
     now = timezone.now()
     params = {
@@ -147,9 +147,17 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
         "lease": now + timedelta(seconds=lease_seconds()), "by": current_actor()[:200],
         "reason": f"attempt {attempt} on {worker}",
     }
-    rows = sqlbatch.run([CLAIM, CLAIM_RECORD, *parents.start_statements(), "SELECT " + parents.CLAIMED], params)[-1]
+    read = (
+        f"SELECT {parents.CLAIMED}, {sqlbatch.columns(WorkflowNode, 'n')}, {sqlbatch.columns(WorkflowJob, 'w')}"  # noqa: S608 - constant SQL
+        " FROM workflows_workflownode n JOIN workflows_workflowjob w ON w.id = n.workflow_id WHERE n.id = %(node)s"
+    )
+    rows = sqlbatch.run([CLAIM, CLAIM_RECORD, *parents.start_statements(), read], params)[-1]
     taken = bool(rows and rows[0][0])
-    node = WorkflowNode.objects.select_related("workflow").filter(pk=node_id).first()
+    node = None
+    if rows:
+        width = len(WorkflowNode._meta.concrete_fields)
+        node = sqlbatch.load(WorkflowNode, rows[0][1:1 + width])
+        node.workflow = sqlbatch.load(WorkflowJob, rows[0][1 + width:])
     if not taken:
         if node is not None and _owner_died_here(node, attempt, worker, now):
             return None

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from kernel import sqlbatch
 from kernel.models import StatusRecord
+from workflows.models import WorkflowJob, WorkflowNode
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,3 +60,26 @@ def test_json_and_locking_fragments_follow_the_database() -> None:
     assert sqlbatch.json_param("h") == ("CAST(%(h)s AS jsonb)" if postgres else "%(h)s")
     assert sqlbatch.for_update(skip_locked=True) == (" FOR UPDATE SKIP LOCKED" if postgres else "")
     assert sqlbatch.json_value([{"a": 1}]) == '[{"a": 1}]'
+
+
+def test_load_reads_a_row_as_the_orm_reads_it() -> None:
+    """`columns` + `load`: the same values (JSON decoded, aware datetimes) as a queryset, and the status it was loaded with."""
+    workflow = WorkflowJob.objects.create(
+        id="0000001-261127000000000-W", app_name="a", app_path="task:examples.noop", configuration={"k": "v"},
+        status="RUNNING", created_at=AT, started_at=AT,
+    )
+    WorkflowNode.objects.create(
+        id=f"{workflow.id}@task", workflow=workflow, name="task", task_name="examples.noop", status="PREP",
+        task_ids=["t1"], history=[{"attempt": 1}], spec={"a": [1, 2]}, dispatched_at=AT,
+    )
+    row = sqlbatch.run([
+        f"SELECT {sqlbatch.columns(WorkflowNode, 'n')} FROM workflows_workflownode n WHERE n.id = %(id)s",  # noqa: S608
+    ], {"id": f"{workflow.id}@task"})[0][0]
+    loaded = sqlbatch.load(WorkflowNode, row)
+    expected = WorkflowNode.objects.get(pk=f"{workflow.id}@task")
+    fields = [field.attname for field in WorkflowNode._meta.concrete_fields]
+    assert [getattr(loaded, name) for name in fields] == [getattr(expected, name) for name in fields]
+    assert loaded.dispatched_at == AT and loaded.history == [{"attempt": 1}]
+    loaded.transition_to("RUNNING")
+    loaded.save(update_fields=["status"])  # recorded from the status it was loaded with
+    assert StatusRecord.objects.filter(object_id=loaded.id, from_status="PREP", to_status="RUNNING").exists()
