@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC
 from typing import Any
 
@@ -22,6 +23,7 @@ from coordinators.choices import (
     check_transition,
 )
 from coordinators.signals import coordinator_status_changed
+from kernel import sqlbatch
 from kernel.history import current_actor
 
 JOB_ID_SUFFIX = "C"
@@ -336,6 +338,33 @@ def record_changes(kind: str, object_id: str, job_id: str, changes: list[tuple[s
                      by=by[:200], reason=(reason or "")[:4000])
         for old, new, at, reason in changes
     ])
+
+
+def save_actions(actions: Iterable[CoordinatorAction], fields: Iterable[str]) -> None:
+    """`save(update_fields=fields)` of many actions at once: one UPDATE for them all, one INSERT of their status changes.
+
+    The same rows as saving each in turn (the stamps and modification time with the status,
+    each change with its reason), in the caller's transaction, for the many actions one command
+    moves together (a job's READY actions submitted: bounded by throttle).
+    """
+    actions = list(actions)
+    if not actions:
+        return
+    wanted = set(fields) | {"last_modified"}
+    if "status" in wanted:
+        wanted |= {"submitted_at", "started_at", "ended_at", "ready_at"}
+    now = timezone.now()
+    by = current_actor()[:200]
+    changes: list[StatusChange] = []
+    for action in actions:
+        action.last_modified = now
+        for old, new, at, why in action.__dict__.pop("_changes", []) if "status" in wanted else ():
+            reason = why or (action.error_message if new in ACTION_TERMINAL else "")
+            changes.append(StatusChange(kind=StatusChange.Kind.ACTION, object_id=action.id, job_id=action.job_id,
+                                        from_status=old, to_status=new, at=at, by=by, reason=(reason or "")[:4000]))
+    with transaction.atomic(savepoint=False):
+        sqlbatch.update_many(CoordinatorAction, actions, sorted(wanted))
+        StatusChange.objects.bulk_create(changes, batch_size=500)
 
 
 # SLA records live in their own module; importing them here makes them models of this app.

@@ -98,3 +98,53 @@ def _converters(model: type[Model], vendor: str) -> list[tuple[list[Any], Any]]:
         expression = field.get_col(model._meta.db_table)
         found.append((connection.ops.get_db_converters(expression) + field.get_db_converters(connection), expression))
     return found
+
+
+#: Rows one `update_many` statement writes (SQLite allows 32,766 parameters a statement).
+UPDATE_CHUNK = 500
+
+
+def update_many(model: type[Model], instances: Sequence[Model], fields: Sequence[str]) -> int:
+    """Write `fields` of many rows in one UPDATE (a VALUES list joined on the key), as `save(update_fields=...)` each would.
+
+    Values are prepared as the ORM prepares them for saving; on PostgreSQL each is cast to its
+    column's type (a VALUES list has no column types of its own). No signals, no `auto_now`:
+    the caller sets what changes. Rows matched.
+    """
+    if len(instances) > UPDATE_CHUNK:
+        return sum(update_many(model, instances[start:start + UPDATE_CHUNK], fields)
+                   for start in range(0, len(instances), UPDATE_CHUNK))
+    if not instances:
+        return 0
+    meta = model._meta
+    targets: list[Any] = [meta.get_field(name) for name in fields]
+    quote = connection.ops.quote_name
+    postgres = connection.vendor == "postgresql"
+    names = ["k", *(f"v{index}" for index in range(len(targets)))]
+    params: dict[str, Any] = {}
+    rows = []
+    for number, instance in enumerate(instances):
+        values = [meta.pk.get_db_prep_save(instance.pk, connection)] + [
+            field.get_db_prep_save(getattr(instance, field.attname), connection) for field in targets
+        ]
+        for name, value in zip(names, values, strict=True):
+            params[f"{name}_{number}"] = value
+        rows.append("(" + ", ".join(f"%({name}_{number})s" for name in names) + ")")
+
+    # The VALUES list's columns: named on PostgreSQL, column1... on SQLite (which names them so).
+    def column(index: int) -> str:
+        return f"v.{names[index]}" if postgres else f"v.column{index + 1}"
+
+    def column_value(index: int, field: Any) -> str:
+        return f"CAST({column(index)} AS {field.db_type(connection)})" if postgres else column(index)
+
+    table, key = quote(meta.db_table), quote(str(meta.pk.column))
+    sets = ", ".join(f"{quote(str(field.column))} = {column_value(index + 1, field)}" for index, field in enumerate(targets))
+    alias = f"v ({', '.join(names)})" if postgres else "v"
+    statement = (
+        f"UPDATE {table} SET {sets} FROM (VALUES {', '.join(rows)}) AS {alias}"  # noqa: S608 - names from the model, values are parameters
+        f" WHERE {table}.{key} = {column_value(0, meta.pk)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return int(cursor.rowcount)

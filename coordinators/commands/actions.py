@@ -26,7 +26,7 @@ from coordinators.choices import (
 )
 from coordinators.commands.base import ActionCommand, JobCommand
 from coordinators.launchers import launch_actions
-from coordinators.models import CoordinatorAction, CoordinatorJob
+from coordinators.models import CoordinatorAction, CoordinatorJob, save_actions
 from coordinators.plan import (
     ActionPlan,
     ResolvedCoordinator,
@@ -121,11 +121,11 @@ def start_ready_actions(job: CoordinatorJob, now: datetime, fresh: Iterable[Coor
     launch_actions(job, chosen, now)
     for action in chosen:
         action.transition_to(ActionStatus.SUBMITTED)
-        action.save(update_fields=[*READY_FIELDS, "external_id"] if action.pk in fresh_ids else ["status", "external_id"])
+    # Saved together (as many as concurrency lets in): one UPDATE and one INSERT of changes per kind of row.
+    save_actions([a for a in chosen if a.pk in fresh_ids], [*READY_FIELDS, "external_id"])
+    save_actions([a for a in chosen if a.pk not in fresh_ids], ["status", "external_id"])
     chosen_ids = {a.pk for a in chosen}
-    for action in fresh:
-        if action.pk not in chosen_ids:
-            action.save(update_fields=READY_FIELDS)
+    save_actions([a for a in fresh if a.pk not in chosen_ids], READY_FIELDS)
     if skipped:
         enqueue(CoordJobStatusXCommand(job_id=job.id))
     return {"submitted": len(chosen), "skipped": skipped}

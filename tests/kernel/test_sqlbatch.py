@@ -83,3 +83,28 @@ def test_load_reads_a_row_as_the_orm_reads_it() -> None:
     loaded.transition_to("RUNNING")
     loaded.save(update_fields=["status"])  # recorded from the status it was loaded with
     assert StatusRecord.objects.filter(object_id=loaded.id, from_status="PREP", to_status="RUNNING").exists()
+
+
+def test_update_many_writes_each_row_its_own_values() -> None:
+    """One UPDATE for many rows: JSON, times, NULLs and numbers each land in their row, other rows and fields untouched."""
+    workflow = WorkflowJob.objects.create(
+        id="0000002-261127000000000-W", app_name="a", app_path="task:examples.noop", status="RUNNING",
+        created_at=AT, started_at=AT,
+    )
+    nodes = [
+        WorkflowNode.objects.create(id=f"{workflow.id}@n{i}", workflow=workflow, name=f"n{i}", status="PREP",
+                                    dispatched_at=AT, error_message="kept")
+        for i in range(3)
+    ]
+    for i, node in enumerate(nodes[:2]):
+        node.history = [{"attempt": i, "note": "ü'\""}]
+        node.dispatches = 10 + i
+        node.dispatched_at = None if i else AT.replace(second=i + 5)
+        node.error_message = f"changed {i}"  # not among the fields written: stays
+    assert sqlbatch.update_many(WorkflowNode, nodes[:2], ["history", "dispatches", "dispatched_at"]) == 2
+    stored = {n.name: n for n in WorkflowNode.objects.filter(workflow=workflow)}
+    assert (stored["n0"].history, stored["n0"].dispatches, stored["n0"].dispatched_at) == (
+        [{"attempt": 0, "note": "ü'\""}], 10, AT.replace(second=5))
+    assert (stored["n1"].history, stored["n1"].dispatches, stored["n1"].dispatched_at) == ([{"attempt": 1, "note": "ü'\""}], 11, None)
+    assert (stored["n2"].history, stored["n2"].dispatches, stored["n2"].dispatched_at) == ([], 0, AT)
+    assert {n.error_message for n in stored.values()} == {"kept"}
