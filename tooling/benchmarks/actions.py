@@ -16,7 +16,9 @@ Redis before and after (the second round once the worker's queues are empty: mes
 when the last action ended, such as doorbells of commands a drain already ran, are the
 engine's cost, not raw Celery's; how many there were is reported). Milestones (the last action materialized, READY, SUBMITTED,
 RUNNING, SUCCEEDED), per-action stage times and per-command-class counts say where the time
-goes. Everything the run created (jobs, actions, their runs, commands, history, availability
+goes. Each process's resident memory (the worker, its pool processes, the beat) is taken after
+the first 1,000 actions ended and again at the end: `--jobs 100 --actions 1000` runs 100,000
+actions, and a path that keeps anything per action shows as growth. Everything the run created (jobs, actions, their runs, commands, history, availability
 records, files, the bench user if it made it) is deleted.
 """
 
@@ -110,6 +112,7 @@ class ActionsBench(keyed_bench.Bench):
         # Coordinator commands, the periodic services, the actions' task (examples.*: actions), raw Celery.
         self.queues = "commands,services,actions,default"
         self.prefix = f"bench-actions-{self.run}"
+        self.memory: dict[str, Any] = {}
 
     def _start_worker(self) -> None:
         """The worker (ready when a raw task round-trips), then a beat for the status and input-check services."""
@@ -187,6 +190,7 @@ class ActionsBench(keyed_bench.Bench):
         ids = list(CoordinatorJob.objects.filter(app_name__startswith=self.prefix).values_list("pk", flat=True))
         self._wait(ids)
         figures = analyse(ids, started, self.commands, submit_s)
+        figures["memory"] = memory_growth(self.memory)
         # Messages still queued once every action ended (doorbells of commands a drain already ran,
         # wake-ups): the worker works them off before the second raw round, which would pay for them.
         figures["messages_queued_at_end"] = self._queued(client)
@@ -201,22 +205,46 @@ class ActionsBench(keyed_bench.Bench):
             self.log(f"  {name}: {figures[name]}")
         for name, row in figures["stages"].items():
             self.log(f"  stage {name}: {row}")
+        memory = figures["memory"]
+        self.log(f"  memory (kB) after {memory['early_actions']} actions: {memory['early_kb']}; after "
+                 f"{memory['end_actions']}: {memory['end_kb']}; largest growth {memory['max_growth']:.1%}")
         self.log(f"  commands per action: {figures['commands_per_action']}, their run time {figures['commands_run_total_s']} s "
                  f"(of {figures['seconds'] * self.workers:.0f} worker process seconds)")
         for name, row in figures["commands"].items():
             self.log(f"  command {name}: {row}")
         return figures
 
+    def _rss(self) -> dict[str, int]:
+        """Resident memory (kB) of each process of the run: the worker, its pool processes, the beat."""
+        found: dict[str, int] = {}
+        for proc in self.procs:
+            args = proc.args if isinstance(proc.args, list) else []
+            role = "worker" if "worker" in args else "beat" if "beat" in args else ""
+            if not role or proc.poll() is not None:
+                continue
+            found[role] = process_rss_kb(proc.pid)
+            for number, child in enumerate(child_pids(proc.pid), start=1):
+                found[f"{role} pool {number}"] = process_rss_kb(child)
+        return found
+
     def _wait(self, ids: list[str]) -> None:
-        """Until every action ended; progress on the log; RuntimeError when nothing moves for STALL_SECONDS."""
+        """Until every action ended; progress on the log; RuntimeError when nothing moves for STALL_SECONDS.
+
+        Each process's memory is taken once MEMORY_EARLY actions ended and again at the end
+        (`self.memory`): a path that keeps something per action grows between the two.
+        """
         actions = CoordinatorAction.objects.filter(job_id__in=ids)
+        early_at = min(MEMORY_EARLY, max(1, self.commands // 10))
         last_seen: tuple[int, ...] = ()
         last_moved = first = time.monotonic()
         next_report = first + PROGRESS_SECONDS
         while True:
             counts = Counter(dict(actions.values("status").annotate(n=Count("pk")).values_list("status", "n")))
             ended = sum(counts[status] for status in ACTION_TERMINAL)
+            if ended >= early_at and "early" not in self.memory:
+                self.memory.update(early=self._rss(), early_actions=ended)
             if ended == self.commands:
+                self.memory.update(end=self._rss(), end_actions=ended)
                 return
             seen = tuple(counts[status] for status in ActionStatus)
             if seen != last_seen:
@@ -261,6 +289,36 @@ class ActionsBench(keyed_bench.Bench):
         AvailableInstance.objects.filter(uri__startswith=f"file://{self.tmp / 'data'}/").delete()
         if not had_user:
             get_user_model().objects.filter(username="bench").delete()
+
+
+MEMORY_EARLY = 1000
+
+
+def process_rss_kb(pid: int) -> int:
+    """A process's resident set size in kB (/proc), 0 if it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def child_pids(pid: int) -> list[int]:
+    """A process's children (the worker's pool processes), from /proc."""
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def memory_growth(memory: dict[str, Any]) -> dict[str, Any]:
+    """Each process's memory early and at the end, and the largest growth between the two (0.2 = 20%)."""
+    early, end = memory.get("early", {}), memory.get("end", {})
+    growth = [end[name] / early[name] - 1 for name in early if early[name] and end.get(name)]
+    return {"early_actions": memory.get("early_actions", 0), "early_kb": early,
+            "end_actions": memory.get("end_actions", 0), "end_kb": end, "max_growth": round(max(growth, default=0.0), 4)}
 
 
 def analyse(ids: list[str], started: datetime, total: int, submit_s: float) -> dict[str, Any]:
