@@ -140,6 +140,10 @@ class RecordsStatus(models.Model):
         super().refresh_from_db(*args, **kwargs)
         self.__dict__["_loaded_status"] = self.__dict__.get("status")
 
+    def status_stored(self) -> None:
+        """Take the status as it is now for the stored one (a caller that wrote it without save(): raw SQL that recorded it)."""
+        self.__dict__["_loaded_status"] = self.__dict__.get("status")
+
     def status_parent(self) -> str:
         """The object this one belongs to ('' for none)."""
         return ""

@@ -35,7 +35,7 @@ from kernel.secrets import masker
 from workflows import notifications, parents
 from workflows.actions import ActionContext, execute
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
-from workflows.engine import node_ended
+from workflows.engine import node_ended as engine_node_ended
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
 from workflows.models import WorkflowJob, WorkflowNode
@@ -256,7 +256,8 @@ def record(node_id: str, attempt: int, outcome: Outcome, capture: Capture | None
 #: The end of a claimed node (fenced on its attempt, as `_record_once`), the history line and the try; see `_record_fast`.
 END_NODE = (
     "UPDATE workflows_workflownode SET status = %(status)s, ended_at = %(now)s, lease_expires_at = NULL,"
-    " error_code = %(error_code)s, error_message = %(error_message)s, history = {history}"
+    " error_code = %(error_code)s, error_message = %(error_message)s, history = {history}, data = {data},"
+    " external_id = %(external_id)s, external_status = %(external_status)s"
     " WHERE id = %(node)s AND attempt = %(attempt)s AND status = 'RUNNING'"
 )
 NODE_ENDED = (
@@ -286,21 +287,21 @@ STORE_TRY = (
 
 
 def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, now: Any) -> str | None:
-    """A claimed one-node run's end as `_record_once` writes it, in one batch; None where that path must decide.
+    """A claimed node's end as `_record_once` writes it, in one batch; None where that path must decide.
 
     In one transaction (on PostgreSQL: BEGIN, one round trip of statements, COMMIT instead of a
     dozen ORM statements): the workflow row locked first (the order every writer takes), the node
-    ended if this attempt still holds it, its history line, the workflow's end if it still runs
-    (a SUSPENDED one keeps its status until resume, as in `end_node`), the try, and the parents'
-    statements (the action settled); each acts only if the one before did. The parents' Python
-    follows in the same transaction. A fenced node changed nothing: None, and `_record_once` tells
-    why and keeps the try as DISCARDED. A transient error to retry, captured data or a workflow
-    application go through `_record_once` too.
+    ended if this attempt still holds it, its history line and its try. A one-node (`task:`) run
+    then ends its workflow if it still runs (a SUSPENDED one keeps its status until resume, as in
+    `end_node`) and runs the parents' statements (the action settled), each acting only if the one
+    before did, and the parents' Python; a workflow application's node takes its transition
+    (`engine.node_ended`), as `end_node` does. A fenced node changed nothing: None, and
+    `_record_once` tells why and keeps the try as DISCARDED; so does a transient error to retry.
     """
     workflow = node.workflow
-    parent_statements = parents.end_statements()
-    if (workflow.definition or parent_statements is None or outcome.data is not None or outcome.external_id
-            or outcome.external_status or (outcome.transient and node.attempt < node.max_attempts)):
+    one_node = not workflow.definition
+    parent_statements = parents.end_statements() if one_node else []
+    if parent_statements is None or (outcome.transient and node.attempt < node.max_attempts):
         return None
     workflow_status = WORKFLOW_OF_NODE[outcome.status]
     error = " ".join(part for part in (outcome.error_code, outcome.error_message) if part)
@@ -311,10 +312,14 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         "ended": now.isoformat(timespec="milliseconds"), "outcome": outcome.status,
         **({"error": outcome.error_message[:500]} if outcome.error_message else {}),
     }]
+    data = outcome.data if outcome.data is not None else node.data
+    external = ((outcome.external_id, outcome.external_status) if outcome.external_id or outcome.external_status
+                else (node.external_id, node.external_status))
     params = {
         "node": node.id, "workflow": workflow.id, "attempt": node.attempt, "status": outcome.status, "now": now,
         "workflow_status": workflow_status, "error_code": outcome.error_code, "error_message": outcome.error_message,
-        "history": sqlbatch.json_value(history), "by": current_actor()[:200], "reason": error,
+        "history": sqlbatch.json_value(history), "data": sqlbatch.json_value(data), "external_id": external[0],
+        "external_status": external[1], "by": current_actor()[:200], "reason": error,
         "parent": workflow.coord_action_id or workflow.parent_workflow_id or "", "action": action_id[:60],
         "root": (action_id.partition("@")[0] if action_id else workflow.id)[:200], "name": node.name[:200],
         "run": workflow.run, "worker": node.worker[:200], "started": node.started_at,
@@ -323,8 +328,8 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
     }
     ours = [
         "SELECT id FROM workflows_workflowjob WHERE id = %(workflow)s" + sqlbatch.for_update(),  # noqa: S608 - constant SQL
-        END_NODE.format(history=sqlbatch.json_param("history")), END_NODE_RECORD, END_WORKFLOW, END_WORKFLOW_RECORD,
-        STORE_TRY, f"SELECT {NODE_ENDED}, {parents.ENDED}",
+        END_NODE.format(history=sqlbatch.json_param("history"), data=sqlbatch.json_param("data")), END_NODE_RECORD,
+        *((END_WORKFLOW, END_WORKFLOW_RECORD) if one_node else ()), STORE_TRY, f"SELECT {NODE_ENDED}, {parents.ENDED}",
     ]
     with transaction.atomic():
         rows = sqlbatch.run([*ours, *(statement for statements, _ in parent_statements for statement in statements)],
@@ -332,13 +337,20 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         node_ended, workflow_ended = (bool(flag) for flag in rows[len(ours) - 1][0])
         if not node_ended:
             return None
+        node.status, node.ended_at, node.lease_expires_at, node.history = outcome.status, now, None, history
+        node.error_code, node.error_message, node.data = outcome.error_code, outcome.error_message, data
+        node.external_id, node.external_status = external
+        node.status_stored()
+        if not one_node:
+            engine_node_ended(node, now)  # the workflow row is locked: its transition, as `end_node` takes it
+            return outcome.status
         if not workflow_ended:
             log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",
                      node.id, outcome.status, workflow.id)
             return outcome.status
         workflow.status, workflow.ended_at = workflow_status, now
         workflow.error_code, workflow.error_message = outcome.error_code, outcome.error_message
-        node.status, node.ended_at = outcome.status, now
+        workflow.status_stored()
         done = len(ours)
         for statements, after in parent_statements:
             after(workflow, node, rows[done:done + len(statements)])
@@ -414,7 +426,7 @@ def end_node(node: WorkflowNode, outcome: Outcome, now: Any, *, workflow_is_curr
     """
     store_end(node, outcome, now)
     if node.workflow.definition:  # a workflow application: the node's transition (workflows.engine)
-        node_ended(node, now)
+        engine_node_ended(node, now)
         return
     if not workflow_is_current:
         # Read again, not from the join that locked the node: a suspend that committed while we
