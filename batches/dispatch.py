@@ -50,15 +50,16 @@ def runnable_jobs() -> Any:
     )
 
 
-def keeps_slot(job: BatchJob) -> bool:
+def keeps_slot(job: BatchJob, slot_number: int | None) -> bool:
     """Whether a job that just moved to its next stage may run it in the slot it holds (BATCH_CHAIN_STAGES).
 
     Yes unless a better runnable job waits (a lower priority number, or the same and older),
-    the job may not run now (blocked, asleep), or its slot is above BATCH_SLOTS (draining).
+    the job may not run now (blocked, asleep), or its slot (`slot_number`, read when its
+    stage command loaded it: a held slot keeps its number) is above BATCH_SLOTS (draining).
     """
     if not settings.BATCH_CHAIN_STAGES or job.blocked_by_id is not None or job.not_before:
         return False
-    best = runnable_jobs().values_list("priority", "id").first()  # the head of the runnable index
-    if best is not None and best < (job.priority, job.pk):
+    if slot_number is None or slot_number > slots():
         return False
-    return Slot.objects.filter(job_id=job.pk, number__lte=slots()).exists()
+    best = runnable_jobs().values_list("priority", "id").first()  # the head of the runnable index
+    return best is None or best > (job.priority, job.pk)

@@ -262,14 +262,18 @@ def downloading(job: BatchJob) -> Outcome:
                         trusted=trusted(job)): i
             for i in todo
         }
+        containers = any(entry.get("container") for entry in job.files)
+        remaining = len(futures)
         for future in as_completed(futures):
             i = futures[future]
+            remaining -= 1
             try:
                 job.files[i] = {**job.files[i], **future.result()}
             except StageFailed as exc:
                 failure = failure or exc
                 continue
-            _save_files(job)
+            if remaining or failure is not None or containers:
+                _save_files(job)  # the last file of a download that goes on is recorded with its outcome, next
     if failure is not None:
         raise failure
     files = job.files

@@ -10,20 +10,22 @@ the job itself), so two versions of one object never interleave.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from batches.choices import QUEUES
 from batches.choices import JobStatus as J
-from batches.config import slots
+from batches.config import settings_read_once, slots
 from batches.dispatch import keeps_slot, runnable_jobs
-from batches.lifecycle import appended, history_entry, move
+from batches.lifecycle import Step, advance, waited
 from batches.models import BatchJob, Slot
-from batches.stages import STAGE_FUNCTIONS, StageFailed
+from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
 from kernel import tries
 from kernel.capture import Capture, capturing
 from kernel.models import TaskTry
@@ -41,6 +43,30 @@ def load_job(job_id: int, *, lock: bool = False) -> BatchJob:
     if lock:
         query = query.select_for_update(of=("self",))
     return query.get(pk=job_id)
+
+
+#: Stages with long work outside the database (downloads, the profile's task): what ran before
+#: one of them is recorded before it starts, so a restart after a crash in it begins at it.
+RECORDED_BEFORE = frozenset({J.DOWNLOADING, J.PROCESSING})
+#: Stages run in a row are recorded at least this often (and the slot's owner looked at again).
+RECORD_EVERY_SECONDS = 0.25
+
+
+def recorded_before(job: BatchJob, stage: str) -> bool:
+    """Whether what ran before `stage` is recorded first: before long work (downloads, the task, a callback)."""
+    return stage in RECORDED_BEFORE or (stage == J.NOTIFY and bool(job.batch.profile.callback_url))
+
+
+@dataclass
+class Ran:
+    """A stage that ran (its outcome, what it logged, its times), not yet recorded."""
+
+    stage: str
+    outcome: Outcome
+    capture: Capture | None
+    started: datetime
+    ended: datetime
+    waited_since: datetime | None = None
 
 
 @dataclass
@@ -66,9 +92,14 @@ class BatchJobStageXCommand(XCommand):
         return self.key or f"batch-job:{self.job_id}"
 
     def load_state(self) -> None:
-        """The job as it is now."""
-        self.job = load_job(self.job_id)
-        self.started = timezone.now()
+        """The job as it is now, the number of the slot it holds, whether this dispatch tried any stage before."""
+        self.job = BatchJob.objects.select_related("batch__profile", "batch__collection").annotate(
+            slot_number=Subquery(Slot.objects.filter(job_id=OuterRef("pk")).values("number")[:1]),
+            tried_before=Exists(TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(self.job_id),
+                                                       run=self.token)),
+        ).get(pk=self.job_id)
+        self.slot_number: int | None = self.job.slot_number  # type: ignore[attr-defined]
+        self.tried_before: bool = self.job.tried_before  # type: ignore[attr-defined]
 
     def verify_precondition(self) -> None:
         """Still this dispatch, in a stage; a dispatched job that moved on gives its slot back.
@@ -87,94 +118,127 @@ class BatchJobStageXCommand(XCommand):
             raise PreconditionFailed(f"job {job.pk} is {job.status}, not waiting for {self.stage}")
 
     def execute(self) -> dict[str, Any]:
-        """The stage, then its outcome (next queue, or a wait); the next stage too while no better job waits.
+        """The stage, then its outcome (next queue, or a wait); the next stages too while no better job waits.
 
-        Each stage is recorded on its own (its transition, history line and compare-and-set);
-        between two stages the slot goes to a better runnable job if there is one (a lower
-        priority number, or the same and older), else the job keeps it and its next stage runs
-        at once: no dispatch and no queued command per stage (BATCH_CHAIN_STAGES).
+        Stages run in a row and are recorded together (one transaction: a transition, history
+        line, status record and try each, one compare-and-set), before a stage with long
+        outside work (`recorded_before`), when the job ends or waits, and at least every
+        RECORD_EVERY_SECONDS. A crash before a record runs those stages again: they are the
+        quick, repeatable ones (reading a manifest, sizes, free space, the inventory's
+        once-per-job write, a callback with its idempotency key). At each record the slot
+        goes to a better runnable job if there is one (a lower priority number, or the same
+        and older), else the job keeps it and runs on: no dispatch and no queued command per
+        stage (BATCH_CHAIN_STAGES).
         """
         ran: list[str] = []
         job = self.job
-        while True:
-            stage = job.status
-            to, keeps_slot = self._run_stage(job, stage)
-            ran.append(f"{stage}->{to}")
-            if not keeps_slot:
-                break
-            job = load_job(self.job_id)
-            if job.stage_token != self.token or not job.dispatched or job.status not in QUEUES:
-                break  # moved by someone else meanwhile (not expected while it holds its slot)
-            self.started = timezone.now()
+        with settings_read_once():
+            while self._run_stages(job, ran):
+                fresh = BatchJob.objects.get(pk=self.job_id)
+                if fresh.stage_token != self.token or not fresh.dispatched or fresh.status not in QUEUES:
+                    break  # moved by someone else meanwhile (not expected while it holds its slot)
+                fresh.batch = job.batch  # its batch, profile and collection as loaded
+                job = fresh
         return {"job": job.pk, "token": self.token, "stages": ran}
 
-    def _run_stage(self, job: BatchJob, stage: str) -> tuple[str, bool]:
-        """Run one stage and record it: (where the job went, whether it keeps its slot for the next stage).
+    def _run_stages(self, job: BatchJob, names: list[str]) -> bool:
+        """Run the job's stages until they must be recorded, record them; whether the job keeps its slot.
 
         Each run of a stage is a try (kernel.tries): what it logged and printed and its error's
         traceback are kept with how it ended, in the transaction that records it.
         """
-        with capturing() as capture:
-            try:
-                outcome = STAGE_FUNCTIONS[stage](job)
-            except StageFailed as exc:
-                capture.note_exception(exc)
-                self._record_failure(stage, str(exc), capture)
-                return J.FAILED, False
-            except Exception as exc:  # storage or network trouble: kept, then the command's retry
-                capture.note_exception(exc)
-                with transaction.atomic():
-                    self._keep_try(stage, "RETRY", capture, type(exc).__name__, str(exc))
-                raise
-        with transaction.atomic():
-            # A wait (provisioning: no space yet) comes back every few seconds: kept only when it warned.
-            if outcome.status is not None or capture.highest >= logging.WARNING:
-                self._keep_try(stage, outcome.status or "WAITS", capture, "", outcome.note if outcome.status == J.FAILED else "")
+        done: list[Ran] = []
+        stage, queued = job.status, job.queued_at
+        since = time.monotonic()
+        while True:
+            started = timezone.now()
+            with capturing() as capture:
+                try:
+                    outcome = STAGE_FUNCTIONS[stage](job)
+                except StageFailed as exc:
+                    capture.note_exception(exc)
+                    failed = Ran(stage, Outcome(J.FAILED, {"error": str(exc)[:8000]}, note=str(exc)), capture,
+                                 started, timezone.now(), queued)
+                    self._record(job, [*done, failed], names)
+                    return False
+                except Exception as exc:  # storage or network trouble: kept, then the command's retry
+                    capture.note_exception(exc)
+                    self._record(job, done, names, retry=(Ran(stage, Outcome(None), capture, started,
+                                                              timezone.now()), exc))
+                    raise
+            done.append(Ran(stage, outcome, capture, started, timezone.now(), queued))
+            to = outcome.status
+            if (to is None or to not in QUEUES or recorded_before(job, to)
+                    or time.monotonic() - since > RECORD_EVERY_SECONDS):
+                return self._record(job, done, names)
+            for name, value in outcome.fields.items():  # the next stage sees what this one found
+                setattr(job, name, value)
+            stage, queued = to, done[-1].ended
+
+    def _record(self, job: BatchJob, done: list[Ran], names: list[str],
+                retry: tuple[Ran, Exception] | None = None) -> bool:
+        """Record the stages that ran (and a try that will be retried): whether the job keeps its slot for the next.
+
+        One transaction: their tries, their transitions with a compare-and-set on the status
+        the job was loaded in and this dispatch's token, then the slot (kept, or handed over).
+        """
+        steps: list[Step] = []
+        kept: list[tuple[Ran, str, str, str]] = []
+        waits: tuple[str, datetime] | None = None
+        for ran in done:
+            outcome = ran.outcome
             if outcome.status is None:  # wait in this queue (provisioning): looked at again later
-                moved = BatchJob.objects.filter(pk=job.pk, status=stage, stage_token=self.token).update(
-                    not_before=timezone.now() + timedelta(seconds=outcome.wait_seconds),
-                    history=_waited(job.history, stage, outcome.note),
-                )
-                if moved:
-                    release(job.pk)
-                return f"{stage} (waits)", False
+                waits = (outcome.note, timezone.now() + timedelta(seconds=outcome.wait_seconds))
+                # A wait comes back every few seconds: kept as a try only when it warned.
+                if ran.capture is not None and ran.capture.highest >= logging.WARNING:
+                    kept.append((ran, "WAITS", "", ""))
+                continue
             fields = dict(outcome.fields)
-            if stage != J.PENDING and outcome.status not in (J.FAILED, J.HELD):
-                fields["last_successful_status"] = stage  # the seed: pending is no success yet
-            moved = move(
-                job, outcome.status, note=outcome.note, fields=fields,
-                expect_status=stage, expect_token=self.token, refill=fill_after_commit,
-                started=self.started, waited_since=job.queued_at,
-            )
-            if not moved:
-                return f"{outcome.status} (not recorded)", False
-            if outcome.status in QUEUES and keeps_slot(job):
-                return outcome.status, True
-            release(job.pk)
-        return outcome.status, False
-
-    def _keep_try(self, stage: str, status: str, capture: Capture | None, code: str, error: str) -> None:
-        """This run of the stage as a try of the job (caller's transaction); `run` is the dispatch."""
-        earlier = TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(self.job_id), name=stage,
-                                         run=self.token).count()
-        tries.store(
-            TaskTry.Kind.STAGE, str(self.job_id), capture, status=status, ended_at=timezone.now(),
-            started_at=self.started, job_id=str(self.job.batch_id), name=stage, run=self.token, attempt=earlier + 1,
-            worker=worker_identity(), error_code=code or ("StageFailed" if error and status == J.FAILED else ""),
-            error_message=error,
-        )
-
-    def _record_failure(self, stage: str, error: str, capture: Capture | None = None) -> None:
-        job = load_job(self.job_id)
+            if ran.stage != J.PENDING and outcome.status not in (J.FAILED, J.HELD):
+                fields["last_successful_status"] = ran.stage  # the seed: pending is no success yet
+            steps.append(Step(outcome.status, outcome.note, fields,
+                              {"started": ran.started, "waited_since": ran.waited_since, "at": ran.ended}))
+            failed = outcome.status == J.FAILED
+            kept.append((ran, outcome.status, "StageFailed" if failed else "", outcome.note if failed else ""))
+        if retry is not None:
+            kept.append((retry[0], "RETRY", type(retry[1]).__name__, str(retry[1])))
         with transaction.atomic():
-            self._keep_try(stage, J.FAILED, capture, "StageFailed", error)
-            if job.status != stage or job.stage_token != self.token:
-                return
-            moved = move(job, J.FAILED, note=error, fields={"error": error[:8000]},
-                         expect_status=stage, expect_token=self.token, refill=fill_after_commit,
-                         started=self.started)
-            if moved:
-                release(job.pk)
+            self._keep_tries(kept)
+            if steps:
+                moved = advance(job, steps, expect_status=job.status, expect_token=self.token,
+                                refill=fill_after_commit, waits=waits)
+            elif waits is not None:
+                moved = bool(BatchJob.objects.filter(pk=job.pk, status=job.status, stage_token=self.token).update(
+                    not_before=waits[1], history=waited(job.history, job.status, waits[0]),
+                ))
+            else:
+                return False  # a retry before anything ran: the slot stays with the job
+            for step, ran in zip(steps, (r for r in done if r.outcome.status is not None), strict=True):
+                names.append(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)"))
+            if waits is not None:
+                names.append(f"{job.status} (waits)")
+            if not moved or retry is not None:
+                return False  # not recorded: someone else moved the job; a retry keeps its slot
+            if waits is None and job.status in QUEUES and keeps_slot(job, self.slot_number):
+                return True
+            release(job.pk)
+        return False
+
+    def _keep_tries(self, kept: list[tuple[Ran, str, str, str]]) -> None:
+        """These runs of stages as tries of the job (caller's transaction); `run` is the dispatch.
+
+        A try's attempt counts the earlier tries of its stage in this dispatch: none when the
+        dispatch had tried nothing before this command's run (each stage runs once in a run),
+        else counted.
+        """
+        for ran, status, code, error in kept:
+            earlier = 0 if not self.tried_before else TaskTry.objects.filter(
+                kind=TaskTry.Kind.STAGE, object_id=str(self.job_id), name=ran.stage, run=self.token).count()
+            tries.store(
+                TaskTry.Kind.STAGE, str(self.job_id), ran.capture, status=status, ended_at=ran.ended,
+                started_at=ran.started, job_id=str(self.job.batch_id), name=ran.stage, run=self.token,
+                attempt=earlier + 1, worker=worker_identity(), error_code=code, error_message=error,
+            )
 
     def rollback(self, error: str) -> None:
         """The retries are spent (storage or network trouble): the job fails with the last error, its slot goes on."""
@@ -188,20 +252,14 @@ class BatchJobStageXCommand(XCommand):
                 ):
                     release(self.job_id)
             return
-        self.started = timezone.now()
-        self._record_failure(stage, f"{stage}: {reason}")
-
-
-def _waited(history: list[dict[str, Any]], stage: str, note: str) -> list[dict[str, Any]]:
-    """The history with one "waits" line; repeated waits update the last line instead of adding lines."""
-    if history and history[-1].get("waits") and history[-1].get("stage") == stage:
-        last = dict(history[-1])
-        last.update(at=timezone.now().isoformat(), note=note[:1000], tries=int(last.get("tries", 1)) + 1)
-        return [*history[:-1], last]
-    entry = history_entry(stage, stage, note)
-    entry["waits"] = True
-    entry["tries"] = 1
-    return appended(history, entry)
+        self.job = load_job(self.job_id)
+        if self.job.status != stage:
+            return
+        self.slot_number, self.tried_before = None, True
+        now = timezone.now()
+        message = f"{stage}: {reason}"
+        self._record(self.job, [Ran(stage, Outcome(J.FAILED, {"error": message[:8000]}, note=message), None, now, now,
+                                    self.job.queued_at)], [])
 
 
 # ---- the slot hand-off -------------------------------------------------------------------------
