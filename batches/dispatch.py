@@ -22,7 +22,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from batches.choices import QUEUES
@@ -50,16 +50,37 @@ def runnable_jobs() -> Any:
     )
 
 
-def keeps_slot(job: BatchJob, slot_number: int | None) -> bool:
+def runnable_head() -> tuple[int, int] | None:
+    """(priority, id) of the best runnable job (the head of the partial index), or None."""
+    head: tuple[int, int] | None = runnable_jobs().values_list("priority", "id").first()
+    return head
+
+
+def locked_with_head(job_id: int, status: str, token: int) -> tuple[Any, ...] | None:
+    """The job's (history, priority, blocked_by_id), locked, with the head of the runnable jobs (priority, id); None if it moved.
+
+    One query: the job is read only while it is still in `status` under `token`, and the
+    head (the best runnable job, or None, None) is read in the same statement.
+    """
+    head = runnable_jobs()
+    row: tuple[Any, ...] | None = (
+        BatchJob.objects.select_for_update(of=("self",)).filter(pk=job_id, status=status, stage_token=token)
+        .annotate(best_priority=Subquery(head.values("priority")[:1]), best_id=Subquery(head.values("id")[:1]))
+        .values_list("history", "priority", "blocked_by_id", "best_priority", "best_id").first()
+    )
+    return row
+
+
+def keeps_slot(job: BatchJob, slot_number: int | None, best: tuple[int, int] | None) -> bool:
     """Whether a job that just moved to its next stage may run it in the slot it holds (BATCH_CHAIN_STAGES).
 
-    Yes unless a better runnable job waits (a lower priority number, or the same and older),
-    the job may not run now (blocked, asleep), or its slot (`slot_number`, read when its
-    stage command loaded it: a held slot keeps its number) is above BATCH_SLOTS (draining).
+    Yes unless a better runnable job waits (`best`, the head of the runnable jobs: a lower
+    priority number, or the same and older), the job may not run now (blocked, asleep), or
+    its slot (`slot_number`, read when its stage command loaded it: a held slot keeps its
+    number) is above BATCH_SLOTS (draining).
     """
     if not settings.BATCH_CHAIN_STAGES or job.blocked_by_id is not None or job.not_before:
         return False
     if slot_number is None or slot_number > slots():
         return False
-    best = runnable_jobs().values_list("priority", "id").first()  # the head of the runnable index
     return best is None or best > (job.priority, job.pk)

@@ -64,13 +64,15 @@ class Step:
 
 
 def advance(job: BatchJob, steps: list[Step], *, expect_status: str | None = None, expect_token: int | None = None,
-            refill: Callable[[], None] | None = None, waits: tuple[str, datetime] | None = None) -> bool:
+            refill: Callable[[], None] | None = None, waits: tuple[str, datetime] | None = None,
+            also: dict[str, Any] | None = None) -> bool:
     """Record several transitions of the job at once: one compare-and-set, one history line and status record each.
 
     As `move`, step after step (each checked against the table), in one UPDATE and one INSERT
     of status records. `waits` (why, until when): after the last step the job waits in its
-    queue (a "waits" line, `not_before`). False (nothing written) if the job's status or
-    token changed meanwhile.
+    queue (a "waits" line, `not_before`); `also`: more fields written with them (its slot
+    given up: `dispatched`). False (nothing written) if the job's status or token changed
+    meanwhile.
     """
     if not steps:
         raise ValueError("advance: no step")
@@ -93,6 +95,7 @@ def advance(job: BatchJob, steps: list[Step], *, expect_status: str | None = Non
         values["cleaned_at"] = now  # its working directory goes after commit (below)
     if waits is not None:
         values.update(not_before=waits[1], history=waited(history, status, waits[0]))
+    values.update(also or {})
     query = BatchJob.objects.filter(pk=job.pk, status=expect_status or job.status)
     if expect_token is not None:
         query = query.filter(stage_token=expect_token)

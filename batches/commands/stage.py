@@ -22,12 +22,13 @@ from django.utils import timezone
 from batches.choices import QUEUES
 from batches.choices import JobStatus as J
 from batches.config import settings_read_once, slots
-from batches.dispatch import keeps_slot, runnable_jobs
+from batches.dispatch import keeps_slot, locked_with_head, runnable_head, runnable_jobs
 from batches.lifecycle import Step, advance, waited
 from batches.models import BatchJob, Slot
 from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
 from kernel import tries
 from kernel.capture import Capture, capturing
+from kernel.history import act_as
 from kernel.models import TaskTry
 from xcommands.base import XCommand
 from xcommands.engine import worker_identity
@@ -100,6 +101,9 @@ class BatchJobStageXCommand(XCommand):
         ).get(pk=self.job_id)
         self.slot_number: int | None = self.job.slot_number  # type: ignore[attr-defined]
         self.tried_before: bool = self.job.tried_before  # type: ignore[attr-defined]
+        # Queued by the dispatcher, never by a user: its status changes are recorded under its
+        # name without looking up who queued it.
+        act_as(type(self).command_name)
 
     def verify_precondition(self) -> None:
         """Still this dispatch, in a stage; a dispatched job that moved on gives its slot back.
@@ -125,20 +129,16 @@ class BatchJobStageXCommand(XCommand):
         outside work (`recorded_before`), when the job ends or waits, and at least every
         RECORD_EVERY_SECONDS. A crash before a record runs those stages again: they are the
         quick, repeatable ones (reading a manifest, sizes, free space, the inventory's
-        once-per-job write, a callback with its idempotency key). At each record the slot
-        goes to a better runnable job if there is one (a lower priority number, or the same
-        and older), else the job keeps it and runs on: no dispatch and no queued command per
-        stage (BATCH_CHAIN_STAGES).
+        once-per-job write, a callback with its idempotency key). Before each next stage the
+        slot goes to a better runnable job if there is one (a lower priority number, or the
+        same and older; what ran is recorded then), else the job keeps it and runs on: no
+        dispatch and no queued command per stage (BATCH_CHAIN_STAGES).
         """
         ran: list[str] = []
         job = self.job
         with settings_read_once():
             while self._run_stages(job, ran):
-                fresh = BatchJob.objects.get(pk=self.job_id)
-                if fresh.stage_token != self.token or not fresh.dispatched or fresh.status not in QUEUES:
-                    break  # moved by someone else meanwhile (not expected while it holds its slot)
-                fresh.batch = job.batch  # its batch, profile and collection as loaded
-                job = fresh
+                pass  # recorded, and the job read back under its lock: it goes on from where it is
         return {"job": job.pk, "token": self.token, "stages": ran}
 
     def _run_stages(self, job: BatchJob, names: list[str]) -> bool:
@@ -173,6 +173,8 @@ class BatchJobStageXCommand(XCommand):
                 return self._record(job, done, names)
             for name, value in outcome.fields.items():  # the next stage sees what this one found
                 setattr(job, name, value)
+            if not keeps_slot(job, self.slot_number, runnable_head()):
+                return self._record(job, done, names)  # a better job waits: this one gives its slot up
             stage, queued = to, done[-1].ended
 
     def _record(self, job: BatchJob, done: list[Ran], names: list[str],
@@ -202,43 +204,61 @@ class BatchJobStageXCommand(XCommand):
             kept.append((ran, outcome.status, "StageFailed" if failed else "", outcome.note if failed else ""))
         if retry is not None:
             kept.append((retry[0], "RETRY", type(retry[1]).__name__, str(retry[1])))
+        recorded = [ran for ran in done if ran.outcome.status is not None]
         with transaction.atomic():
             self._keep_tries(kept)
+            if not steps and waits is None:
+                return False  # a retry before any stage of this run ended: the slot stays with the job
+            moved = False
+            keeps = False
+            if retry is None and waits is None and steps[-1].to in QUEUES:
+                # It goes on: its state now (a verb may have changed its priority or history
+                # meanwhile), locked, and the best runnable job, in one query.
+                fresh = locked_with_head(job.pk, job.status, self.token)
+                if fresh is None:
+                    names.extend(f"{ran.stage}->{step.to} (not recorded)" for ran, step in zip(recorded, steps, strict=True))
+                    return False
+                job.history, job.priority, job.blocked_by_id, best_priority, best_id = fresh
+                for step in steps:
+                    job.priority = step.fields.get("priority", job.priority)
+                keeps = keeps_slot(job, self.slot_number, None if best_id is None else (best_priority, best_id))
+            also = {} if keeps or retry is not None else {"dispatched": False}
             if steps:
                 moved = advance(job, steps, expect_status=job.status, expect_token=self.token,
-                                refill=fill_after_commit, waits=waits)
-            elif waits is not None:
+                                refill=fill_after_commit, waits=waits, also=also)
+            elif waits is not None:  # it waits where it is: no transition
                 moved = bool(BatchJob.objects.filter(pk=job.pk, status=job.status, stage_token=self.token).update(
-                    not_before=waits[1], history=waited(job.history, job.status, waits[0]),
+                    not_before=waits[1], history=waited(job.history, job.status, waits[0]), **also,
                 ))
-            else:
-                return False  # a retry before anything ran: the slot stays with the job
-            for step, ran in zip(steps, (r for r in done if r.outcome.status is not None), strict=True):
-                names.append(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)"))
+            names.extend(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)")
+                         for ran, step in zip(recorded, steps, strict=True))
             if waits is not None:
                 names.append(f"{job.status} (waits)")
             if not moved or retry is not None:
                 return False  # not recorded: someone else moved the job; a retry keeps its slot
-            if waits is None and job.status in QUEUES and keeps_slot(job, self.slot_number):
+            if keeps:
                 return True
-            release(job.pk)
+            release(job.pk, cleared=True)
         return False
 
     def _keep_tries(self, kept: list[tuple[Ran, str, str, str]]) -> None:
-        """These runs of stages as tries of the job (caller's transaction); `run` is the dispatch.
+        """These runs of stages as tries of the job (caller's transaction, one INSERT); `run` is the dispatch.
 
         A try's attempt counts the earlier tries of its stage in this dispatch: none when the
         dispatch had tried nothing before this command's run (each stage runs once in a run),
         else counted.
         """
+        rows = []
         for ran, status, code, error in kept:
             earlier = 0 if not self.tried_before else TaskTry.objects.filter(
                 kind=TaskTry.Kind.STAGE, object_id=str(self.job_id), name=ran.stage, run=self.token).count()
-            tries.store(
+            rows.append(tries.build(
                 TaskTry.Kind.STAGE, str(self.job_id), ran.capture, status=status, ended_at=ran.ended,
                 started_at=ran.started, job_id=str(self.job.batch_id), name=ran.stage, run=self.token,
                 attempt=earlier + 1, worker=worker_identity(), error_code=code, error_message=error,
-            )
+            ))
+        if rows:
+            TaskTry.objects.bulk_create(rows)
 
     def rollback(self, error: str) -> None:
         """The retries are spent (storage or network trouble): the job fails with the last error, its slot goes on."""
@@ -297,17 +317,21 @@ def fill_slots(limit: int | None = None) -> int:
     return taken
 
 
-def release(job_id: int, *, hand_over: bool = True) -> None:
-    """The job's stage ended: free its slot and (in the same transaction) give it to the next job."""
+def release(job_id: int, *, hand_over: bool = True, cleared: bool = False) -> None:
+    """The job's stage ended: free its slot and (in the same transaction) give it to the next job.
+
+    `cleared`: the caller has already written the job's `dispatched = False` in this transaction.
+    """
     slot = Slot.objects.select_for_update().filter(job_id=job_id).first()
-    BatchJob.objects.filter(pk=job_id).update(dispatched=False)
+    if not cleared:
+        BatchJob.objects.filter(pk=job_id).update(dispatched=False)
     if slot is None:
         return
+    if hand_over and slot.number <= slots() and _take(slot) is not None:
+        return  # the slot went straight to the next job (one write)
     slot.job_id = None
     slot.since = None
     slot.save(update_fields=["job", "since"])
-    if hand_over and slot.number <= slots():
-        _take(slot)
 
 
 def fill_after_commit() -> None:
