@@ -19,9 +19,11 @@ its slot); `batches.commands.stage` hands the slots over and runs the stages.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q, Subquery
 from django.utils import timezone
 
@@ -40,20 +42,37 @@ def ensure_slots() -> None:
         Slot.objects.bulk_create(missing, ignore_conflicts=True)
 
 
-def runnable_jobs() -> Any:
+def runnable_jobs(now: datetime | None = None) -> Any:
     """Runnable jobs in taking order (the partial index `batch_job_runnable_idx`)."""
-    now = timezone.now()
     return (
         BatchJob.objects.filter(status__in=sorted(QUEUES), dispatched=False, blocked_by__isnull=True)
-        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now or timezone.now()))
         .order_by("priority", "id")
     )
 
 
+_COMPILED_AT = datetime(2000, 1, 1, tzinfo=UTC)  # the `now` the head's query is compiled with, replaced at each run
+_head_query: dict[str, tuple[str, list[Any], int]] = {}  # per database vendor: SQL, parameters, where `now` goes
+
+
 def runnable_head() -> tuple[int, int] | None:
-    """(priority, id) of the best runnable job (the head of the partial index), or None."""
-    head: tuple[int, int] | None = runnable_jobs().values_list("priority", "id").first()
-    return head
+    """(priority, id) of the best runnable job (the head of the partial index), or None.
+
+    A stage command asks before each stage it runs, so the query is compiled once per process
+    (compiling costs more than running it) and run with the time now.
+    """
+    query = _head_query.get(connection.vendor)
+    if query is None:
+        sql, params = runnable_jobs(_COMPILED_AT).values_list("priority", "id")[:1].query.sql_with_params()
+        params = list(params)
+        query = _head_query[connection.vendor] = (sql, params, params.index(connection.ops.adapt_datetimefield_value(_COMPILED_AT)))
+    sql, params, at = query
+    run = list(params)
+    run[at] = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, run)
+        row = cursor.fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
 
 
 def locked_with_head(job_id: int, status: str, token: int) -> tuple[Any, ...] | None:
