@@ -372,6 +372,7 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
     stages: dict[str, tuple[list[float], list[float]]] = {}
     runnable: dict[int, list[tuple[datetime, datetime]]] = {}
     events: list[tuple[datetime, int]] = []
+    named: list[tuple[int, str, bool]] = []  # per event: its job, its stage, whether it was a dispatch (else a kept slot)
     per_batch_end: dict[int, datetime] = {}
     first_start: datetime | None = None
     last_end = started
@@ -396,7 +397,9 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
             given = dispatch[1] if dispatch is not None and dispatch[1] <= begun else begun
             runnable.setdefault(priority, []).append((queued, max(queued, given)))
             events.append((given, priority))
+            named.append((job_id, stage, dispatch is not None and dispatch[1] <= begun))
     inversions = count_inversions(runnable, events)
+    worst = max(range(len(inversions)), key=inversions.__getitem__, default=None)
     objects = BatchJob.objects.filter(batch_id__in=batch_ids, status="completed").count()
     elapsed = (last_end - started).total_seconds()
     return {
@@ -406,7 +409,11 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
         "_last_end": last_end,
         "inversions": {"dispatches": len(inversions), **_summary([float(x) for x in inversions], 1),
                        "mean": round(statistics.mean(inversions), 2) if inversions else 0.0,
-                       "dispatches_with_any": sum(1 for x in inversions if x)},
+                       "dispatches_with_any": sum(1 for x in inversions if x),
+                       "worst": None if worst is None or not inversions[worst] else {
+                           "better_runnable": inversions[worst], "priority": events[worst][1], "job": named[worst][0],
+                           "stage": named[worst][1], "dispatched": named[worst][2],
+                           "at_s": round((events[worst][0] - started).total_seconds(), 3)}},
         "batches": [
             {"batch": pk, "priority": PROFILE_PRIORITY if priorities[pk] is None else priorities[pk],
              "objects": BatchJob.objects.filter(batch_id=pk).count(),
