@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
@@ -173,7 +174,7 @@ class BatchJobStageXCommand(XCommand):
                 return self._record(job, done, names)
             for name, value in outcome.fields.items():  # the next stage sees what this one found
                 setattr(job, name, value)
-            if not keeps_slot(job, self.slot_number, runnable_head()):
+            if not (settings.BATCH_CHAIN_STAGES and keeps_slot(job, self.slot_number, runnable_head())):
                 return self._record(job, done, names)  # a better job waits: this one gives its slot up
             stage, queued = to, done[-1].ended
 

@@ -14,6 +14,7 @@ from batches.models import BatchJob
 from batches.stages import STAGE_FUNCTIONS, Outcome
 from kernel.models import StatusRecord, TaskTry
 from tests.support.batches import Ingest, settle
+from xcommands.models import Command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,9 +33,9 @@ def test_stages_run_in_a_row_are_recorded_in_three_steps_and_each_is_still_a_try
     job = BatchJob.objects.get(batch=batch)
     assert job.status == J.COMPLETED
     sqls = [query["sql"] for query in queries.captured_queries]
-    moves = [sql for sql in sqls if sql.startswith('UPDATE "batches_batchjob"') and '"status" =' in sql
-             and "last_successful_status" in sql]
-    assert len(moves) == 3, moves
+    moves = [sql for sql in sqls if sql.startswith('UPDATE "batches_batchjob"') and '"queued_at" =' in sql
+             and '"stage_token" =' in sql]
+    assert len(moves) == 3, "one compare-and-set per record"
     assert not [sql for sql in sqls if "COUNT(" in sql and "kernel_tasktry" in sql]
     tried = stage_tries(job)
     assert [t.name for t in tried] == ORDER
@@ -98,3 +99,19 @@ def test_a_better_job_that_becomes_runnable_between_two_stages_takes_the_slot_th
 
     assert started(older, J.ESTIMATING) < started(better, J.PENDING) < started(older, J.PROVISIONING)
     assert older.last_successful_status == J.NOTIFY
+
+
+def test_without_chaining_every_stage_is_a_dispatch_of_its_own(ingest: Ingest, settings: Any) -> None:
+    """BATCH_CHAIN_STAGES=false: seven stage commands for one object, each stage recorded as it ends."""
+    settings.BATCH_CHAIN_STAGES = False
+    batch = ingest.submit(ingest.deposit.objects(1))
+    with CaptureQueriesContext(connection) as queries:
+        settle()
+    job = BatchJob.objects.get(batch=batch)
+    assert job.status == J.COMPLETED
+    commands = Command.objects.filter(name="batches.BatchJobStageXCommand", params__job_id=job.pk)
+    assert sorted(commands.values_list("params__token", flat=True)) == list(range(1, 8))
+    assert [t.name for t in stage_tries(job)] == ORDER
+    moves = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "batches_batchjob"')
+             and '"queued_at" =' in q["sql"] and '"stage_token" =' in q["sql"]]
+    assert len(moves) == 7, "one compare-and-set per stage"
