@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.conf import settings
 
 from batches.models import IngestSettings
 
+#: Inside `settings_read_once()`: the row read first, kept for the block.
+_kept: ContextVar[list[IngestSettings] | None] = ContextVar("batches_ingest_settings", default=None)
+
+
+@contextmanager
+def settings_read_once() -> Iterator[None]:
+    """Within the block `ingest_settings()` reads the row once (a stage command's run: one read, not one per stage)."""
+    token = _kept.set([])
+    try:
+        yield
+    finally:
+        _kept.reset(token)
+
 
 def ingest_settings() -> IngestSettings:
     """The row (created with the BATCH_* defaults the first time)."""
+    kept = _kept.get()
+    if kept:
+        return kept[0]
+    row = _read()
+    if kept is not None:
+        kept.append(row)
+    return row
+
+
+def _read() -> IngestSettings:
+    """The row as stored now, created from the BATCH_* defaults if missing."""
     row = IngestSettings.objects.order_by("pk").first()
     if row is not None:
         return row

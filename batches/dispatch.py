@@ -19,10 +19,12 @@ its slot); `batches.commands.stage` hands the slots over and runs the stages.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from batches.choices import QUEUES
@@ -40,25 +42,64 @@ def ensure_slots() -> None:
         Slot.objects.bulk_create(missing, ignore_conflicts=True)
 
 
-def runnable_jobs() -> Any:
+def runnable_jobs(now: datetime | None = None) -> Any:
     """Runnable jobs in taking order (the partial index `batch_job_runnable_idx`)."""
-    now = timezone.now()
     return (
         BatchJob.objects.filter(status__in=sorted(QUEUES), dispatched=False, blocked_by__isnull=True)
-        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now))
+        .filter(Q(not_before__isnull=True) | Q(not_before__lte=now or timezone.now()))
         .order_by("priority", "id")
     )
 
 
-def keeps_slot(job: BatchJob) -> bool:
+_COMPILED_AT = datetime(2000, 1, 1, tzinfo=UTC)  # the `now` the head's query is compiled with, replaced at each run
+_head_query: dict[str, tuple[str, list[Any], int]] = {}  # per database vendor: SQL, parameters, where `now` goes
+
+
+def runnable_head() -> tuple[int, int] | None:
+    """(priority, id) of the best runnable job (the head of the partial index), or None.
+
+    A stage command asks before each stage it runs, so the query is compiled once per process
+    (compiling costs more than running it) and run with the time now.
+    """
+    query = _head_query.get(connection.vendor)
+    if query is None:
+        sql, params = runnable_jobs(_COMPILED_AT).values_list("priority", "id")[:1].query.sql_with_params()
+        params = list(params)
+        query = _head_query[connection.vendor] = (sql, params, params.index(connection.ops.adapt_datetimefield_value(_COMPILED_AT)))
+    sql, params, at = query
+    run = list(params)
+    run[at] = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, run)
+        row = cursor.fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+def locked_with_head(job_id: int, status: str, token: int) -> tuple[Any, ...] | None:
+    """The job's (history, priority, blocked_by_id), locked, with the head of the runnable jobs (priority, id); None if it moved.
+
+    One query: the job is read only while it is still in `status` under `token`, and the
+    head (the best runnable job, or None, None) is read in the same statement.
+    """
+    head = runnable_jobs()
+    row: tuple[Any, ...] | None = (
+        BatchJob.objects.select_for_update(of=("self",)).filter(pk=job_id, status=status, stage_token=token)
+        .annotate(best_priority=Subquery(head.values("priority")[:1]), best_id=Subquery(head.values("id")[:1]))
+        .values_list("history", "priority", "blocked_by_id", "best_priority", "best_id").first()
+    )
+    return row
+
+
+def keeps_slot(job: BatchJob, slot_number: int | None, best: tuple[int, int] | None) -> bool:
     """Whether a job that just moved to its next stage may run it in the slot it holds (BATCH_CHAIN_STAGES).
 
-    Yes unless a better runnable job waits (a lower priority number, or the same and older),
-    the job may not run now (blocked, asleep), or its slot is above BATCH_SLOTS (draining).
+    Yes unless a better runnable job waits (`best`, the head of the runnable jobs: a lower
+    priority number, or the same and older), the job may not run now (blocked, asleep), or
+    its slot (`slot_number`, read when its stage command loaded it: a held slot keeps its
+    number) is above BATCH_SLOTS (draining).
     """
     if not settings.BATCH_CHAIN_STAGES or job.blocked_by_id is not None or job.not_before:
         return False
-    best = runnable_jobs().values_list("priority", "id").first()  # the head of the runnable index
-    if best is not None and best < (job.priority, job.pk):
+    if slot_number is None or slot_number > slots():
         return False
-    return Slot.objects.filter(job_id=job.pk, number__lte=slots()).exists()
+    return best is None or best > (job.priority, job.pk)

@@ -8,6 +8,8 @@ becomes one transaction).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -17,7 +19,7 @@ from batches.choices import JOB_ENDED, JOB_TRANSITIONS
 from batches.choices import JobStatus as J
 from batches.models import BATCH_JOB_KIND, BatchJob
 from batches.stages import clean_working_dir
-from kernel.history import record_status
+from kernel.history import record_status, record_statuses
 from kernel.statemachine import check_transition
 from operations.services import end_job
 
@@ -47,29 +49,83 @@ def move(job: BatchJob, to: str, *, note: str = "", fields: dict[str, Any] | Non
     the same object go (then calls `refill`, which fills the free slots), and (completed,
     deleted) removes its working directory after commit.
     """
-    check_transition(JOB_TRANSITIONS, job.status, to, f"job {job.pk}")
+    return advance(job, [Step(to, note, dict(fields or {}), times)], expect_status=expect_status,
+                   expect_token=expect_token, refill=refill)
+
+
+@dataclass
+class Step:
+    """One transition of a job: where to, why, the fields it sets, its times (`started`, `waited_since`, `at`)."""
+
+    to: str
+    note: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+    times: dict[str, Any] = field(default_factory=dict)
+
+
+def advance(job: BatchJob, steps: list[Step], *, expect_status: str | None = None, expect_token: int | None = None,
+            refill: Callable[[], None] | None = None, waits: tuple[str, datetime] | None = None,
+            also: dict[str, Any] | None = None) -> bool:
+    """Record several transitions of the job at once: one compare-and-set, one history line and status record each.
+
+    As `move`, step after step (each checked against the table), in one UPDATE and one INSERT
+    of status records. `waits` (why, until when): after the last step the job waits in its
+    queue (a "waits" line, `not_before`); `also`: more fields written with them (its slot
+    given up: `dispatched`). False (nothing written) if the job's status or token changed
+    meanwhile.
+    """
+    if not steps:
+        raise ValueError("advance: no step")
     now = timezone.now()
-    values: dict[str, Any] = dict(fields or {})
-    values.update(status=to, queued_at=now, not_before=None, history=appended(
-        job.history, history_entry(job.status, to, note, **times)
-    ))
-    if to == J.FAILED and "error" not in values:
-        values["error"] = note
+    status, history = job.status, job.history
+    values: dict[str, Any] = {}
+    changes = []
+    for step in steps:
+        check_transition(JOB_TRANSITIONS, status, step.to, f"job {job.pk}")
+        values.update(step.fields)
+        entry = history_entry(status, step.to, step.note, **step.times)
+        history = appended(history, entry)
+        changes.append((BATCH_JOB_KIND, job.pk, job.batch_id, status, step.to,
+                        step.times.get("at") or now, step.note))
+        if step.to == J.FAILED and "error" not in step.fields:
+            values["error"] = step.note
+        status = step.to
+    values.update(status=status, queued_at=now, not_before=None, history=history)
+    if status in (J.COMPLETED, J.DELETED):
+        values["cleaned_at"] = now  # its working directory goes after commit (below)
+    if waits is not None:
+        values.update(not_before=waits[1], history=waited(history, status, waits[0]))
+    values.update(also or {})
     query = BatchJob.objects.filter(pk=job.pk, status=expect_status or job.status)
     if expect_token is not None:
         query = query.filter(stage_token=expect_token)
     if not query.update(**values):
         return False
     previous = job.status
-    record_status(BATCH_JOB_KIND, job.pk, previous, to, parent=job.batch_id, reason=note, at=now)
+    if len(changes) == 1:
+        record_status(BATCH_JOB_KIND, job.pk, previous, status, parent=job.batch_id, reason=changes[0][6],
+                      at=changes[0][5])
+    else:
+        record_statuses(changes)
     for name, value in values.items():
         setattr(job, name, value)
-    if to in JOB_ENDED and previous not in JOB_ENDED:
-        ended(job, to, refill)
-    if to in (J.COMPLETED, J.DELETED):
-        BatchJob.objects.filter(pk=job.pk).update(cleaned_at=timezone.now())
+    if status in JOB_ENDED and previous not in JOB_ENDED:
+        ended(job, status, refill)
+    if status in (J.COMPLETED, J.DELETED):
         transaction.on_commit(lambda: clean_working_dir(job))
     return True
+
+
+def waited(history: list[dict[str, Any]], stage: str, note: str) -> list[dict[str, Any]]:
+    """The history with one "waits" line; repeated waits update the last line instead of adding lines."""
+    if history and history[-1].get("waits") and history[-1].get("stage") == stage:
+        last = dict(history[-1])
+        last.update(at=timezone.now().isoformat(), note=note[:1000], tries=int(last.get("tries", 1)) + 1)
+        return [*history[:-1], last]
+    entry = history_entry(stage, stage, note)
+    entry["waits"] = True
+    entry["tries"] = 1
+    return appended(history, entry)
 
 
 def ended(job: BatchJob, status: str, refill: Callable[[], None] | None = None) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from celery import current_app as app  # project.celery's app, set up by this process
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from batches.choices import JobStatus as J
 from batches.choices import SubmissionType
@@ -52,6 +52,7 @@ from batches.sources import (
     read_bytes,
     size_of,
 )
+from xcommands.errors import TransientError
 
 log = logging.getLogger(__name__)
 
@@ -262,14 +263,18 @@ def downloading(job: BatchJob) -> Outcome:
                         trusted=trusted(job)): i
             for i in todo
         }
+        containers = any(entry.get("container") for entry in job.files)
+        remaining = len(futures)
         for future in as_completed(futures):
             i = futures[future]
+            remaining -= 1
             try:
                 job.files[i] = {**job.files[i], **future.result()}
             except StageFailed as exc:
                 failure = failure or exc
                 continue
-            _save_files(job)
+            if remaining or failure is not None or containers:
+                _save_files(job)  # the last file of a download that goes on is recorded with its outcome, next
     if failure is not None:
         raise failure
     files = job.files
@@ -326,18 +331,29 @@ def _unpack(job: BatchJob, directory: str) -> list[dict[str, Any]]:
 # ---- processing -------------------------------------------------------------------------------
 
 
+class _MintedMeanwhile(Exception):  # noqa: N818 - a signal inside mint, never raised out of it
+    """Another run stored the job's primary identifier first: this mint is rolled back."""
+
+
 def mint(job: BatchJob) -> str:
-    """A new primary identifier, stored on the job at once (its own transaction): a restart never mints again."""
+    """A new primary identifier, stored on the job at once (its own transaction): a restart never mints again.
+
+    The identifier is stored only on a job that has none (a compare-and-set, which on
+    PostgreSQL waits for a concurrent mint to commit); when another run minted first, this
+    mint is rolled back and theirs is the job's.
+    """
     prefix = job.batch.profile.identifier_prefix
-    with transaction.atomic():
-        current = BatchJob.objects.select_for_update().only("primary_id").get(pk=job.pk)
-        if current.primary_id:
-            return current.primary_id
-        row = MintedIdentifier.objects.create(identifier=f"pending-{job.pk}-{time.monotonic_ns()}", job_id=job.pk)
-        identifier = f"{prefix}{_base32(row.pk)}"
-        row.identifier = identifier
-        row.save(update_fields=["identifier"])
-        BatchJob.objects.filter(pk=job.pk).update(primary_id=identifier, minted=True)
+    try:
+        with transaction.atomic():
+            row = MintedIdentifier.objects.create(identifier=f"pending-{job.pk}-{time.monotonic_ns()}", job_id=job.pk)
+            identifier = f"{prefix}{_base32(row.pk)}"
+            if not BatchJob.objects.filter(pk=job.pk, primary_id="").update(primary_id=identifier, minted=True):
+                raise _MintedMeanwhile
+            MintedIdentifier.objects.filter(pk=row.pk).update(identifier=identifier)
+    except _MintedMeanwhile:
+        identifier = BatchJob.objects.filter(pk=job.pk).values_list("primary_id", flat=True).get()
+        job.primary_id = identifier
+        return identifier
     job.primary_id, job.minted = identifier, True
     return identifier
 
@@ -422,35 +438,46 @@ def processing(job: BatchJob) -> Outcome:
 
 
 def recording(job: BatchJob) -> Outcome:
-    """The object, its local ids and this version's files into the inventory (once per job)."""
+    """The object, its local ids and this version's files into the inventory (once per job).
+
+    One transaction, the object's row locked (or created). Two jobs creating the same object or
+    local id at once (different object keys: not expected) meet at the unique constraints: the
+    loser's transaction rolls back and the stage is retried, and then sees the winner's rows.
+    """
     if job.inventory_version is not None:
         return Outcome(J.NOTIFY, note=f"recorded already as version {job.inventory_version}")
     collection = job.batch.collection_id
-    with transaction.atomic():
-        obj, _ = InventoryObject.objects.select_for_update().get_or_create(
-            collection_id=collection, primary_id=job.primary_id,
-        )
-        for local in job.local_ids:
-            row, created = InventoryLocalId.objects.get_or_create(
-                collection_id=collection, local_id=local, defaults={"object": obj}
-            )
-            if not created and row.object_id != obj.pk:
-                raise StageFailed(f"local id {local} is recorded for another object")
-        obj.version += 1
-        obj.local_ids = sorted(set(obj.local_ids) | set(job.local_ids))
-        obj.title = job.title or job.batch.erc_what or obj.title
-        obj.creator = job.creator or job.batch.erc_who or obj.creator
-        obj.date = job.date or job.batch.erc_when or obj.date
-        obj.save()
-        InventoryFile.objects.bulk_create([
-            InventoryFile(
-                object=obj, version=obj.version, name=entry["name"], size=int(entry.get("size") or 0),
-                digest_algorithm=(entry.get("computed") or {}).get("algorithm", ""),
-                digest_value=(entry.get("computed") or {}).get("value", ""), job_id=job.pk,
-            )
-            for entry in job.files
-        ])
-        BatchJob.objects.filter(pk=job.pk).update(inventory_version=obj.version)
+    try:
+        with transaction.atomic():
+            obj = InventoryObject.objects.select_for_update().filter(
+                collection_id=collection, primary_id=job.primary_id,
+            ).first() or InventoryObject(collection_id=collection, primary_id=job.primary_id, version=0)
+            known = dict(InventoryLocalId.objects.filter(collection_id=collection, local_id__in=job.local_ids)
+                         .values_list("local_id", "object_id"))
+            for local in job.local_ids:
+                if local in known and known[local] != obj.pk:
+                    raise StageFailed(f"local id {local} is recorded for another object")
+            obj.version += 1
+            obj.local_ids = sorted(set(obj.local_ids) | set(job.local_ids))
+            obj.title = job.title or job.batch.erc_what or obj.title
+            obj.creator = job.creator or job.batch.erc_who or obj.creator
+            obj.date = job.date or job.batch.erc_when or obj.date
+            obj.save()
+            InventoryLocalId.objects.bulk_create([
+                InventoryLocalId(collection_id=collection, local_id=local, object=obj)
+                for local in dict.fromkeys(job.local_ids) if local not in known
+            ])
+            InventoryFile.objects.bulk_create([
+                InventoryFile(
+                    object=obj, version=obj.version, name=entry["name"], size=int(entry.get("size") or 0),
+                    digest_algorithm=(entry.get("computed") or {}).get("algorithm", ""),
+                    digest_value=(entry.get("computed") or {}).get("value", ""), job_id=job.pk,
+                )
+                for entry in job.files
+            ])
+            BatchJob.objects.filter(pk=job.pk).update(inventory_version=obj.version)
+    except IntegrityError as exc:
+        raise TransientError(f"recording {job.primary_id}: recorded at the same time by another job: {exc}") from exc
     job.inventory_version = obj.version
     return Outcome(J.NOTIFY, {"inventory_version": obj.version}, note=f"{job.primary_id} version {obj.version}")
 

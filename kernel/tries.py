@@ -27,9 +27,21 @@ def store(kind: str, object_id: str, capture: Capture | None, *, status: str, en
           run: int = 0, attempt: int = 1, worker: str = "", error_code: str = "", error_message: str = "",
           ) -> TaskTry:
     """Write the try (caller's transaction): how it ended, its traceback and log (as they were; masked when shown)."""
+    row = build(kind, object_id, capture, status=status, ended_at=ended_at, started_at=started_at, job_id=job_id,
+                action_id=action_id, name=name, run=run, attempt=attempt, worker=worker, error_code=error_code,
+                error_message=error_message)
+    row.save(force_insert=True)
+    return row
+
+
+def build(kind: str, object_id: str, capture: Capture | None, *, status: str, ended_at: datetime,
+          started_at: datetime | None = None, job_id: str = "", action_id: str = "", name: str = "",
+          run: int = 0, attempt: int = 1, worker: str = "", error_code: str = "", error_message: str = "",
+          ) -> TaskTry:
+    """The try as `store` writes it, not saved: several are written with one `TaskTry.objects.bulk_create`."""
     log_text = capture.text() if capture is not None else ""
     trace = capture.traceback if capture is not None else ""
-    return TaskTry.objects.create(
+    return TaskTry(
         kind=kind, object_id=object_id[:200], job_id=job_id[:200], action_id=action_id[:60],
         root_id=(action_id.partition("@")[0] if action_id else job_id)[:200], name=name[:200],
         run=run, attempt=attempt, worker=worker[:200], status=status[:20], started_at=started_at,

@@ -10,22 +10,26 @@ the job itself), so two versions of one object never interleave.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from batches.choices import QUEUES
 from batches.choices import JobStatus as J
-from batches.config import slots
-from batches.dispatch import keeps_slot, runnable_jobs
-from batches.lifecycle import appended, history_entry, move
+from batches.config import settings_read_once, slots
+from batches.dispatch import keeps_slot, locked_with_head, runnable_head, runnable_jobs
+from batches.lifecycle import Step, advance, waited
 from batches.models import BatchJob, Slot
-from batches.stages import STAGE_FUNCTIONS, StageFailed
+from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
 from kernel import tries
 from kernel.capture import Capture, capturing
+from kernel.history import act_as
 from kernel.models import TaskTry
 from xcommands.base import XCommand
 from xcommands.engine import worker_identity
@@ -41,6 +45,30 @@ def load_job(job_id: int, *, lock: bool = False) -> BatchJob:
     if lock:
         query = query.select_for_update(of=("self",))
     return query.get(pk=job_id)
+
+
+#: Stages with long work outside the database (downloads, the profile's task): what ran before
+#: one of them is recorded before it starts, so a restart after a crash in it begins at it.
+RECORDED_BEFORE = frozenset({J.DOWNLOADING, J.PROCESSING})
+#: Stages run in a row are recorded at least this often (and the slot's owner looked at again).
+RECORD_EVERY_SECONDS = 0.25
+
+
+def recorded_before(job: BatchJob, stage: str) -> bool:
+    """Whether what ran before `stage` is recorded first: before long work (downloads, the task, a callback)."""
+    return stage in RECORDED_BEFORE or (stage == J.NOTIFY and bool(job.batch.profile.callback_url))
+
+
+@dataclass
+class Ran:
+    """A stage that ran (its outcome, what it logged, its times), not yet recorded."""
+
+    stage: str
+    outcome: Outcome
+    capture: Capture | None
+    started: datetime
+    ended: datetime
+    waited_since: datetime | None = None
 
 
 @dataclass
@@ -66,9 +94,17 @@ class BatchJobStageXCommand(XCommand):
         return self.key or f"batch-job:{self.job_id}"
 
     def load_state(self) -> None:
-        """The job as it is now."""
-        self.job = load_job(self.job_id)
-        self.started = timezone.now()
+        """The job as it is now, the number of the slot it holds, whether this dispatch tried any stage before."""
+        self.job = BatchJob.objects.select_related("batch__profile", "batch__collection").annotate(
+            slot_number=Subquery(Slot.objects.filter(job_id=OuterRef("pk")).values("number")[:1]),
+            tried_before=Exists(TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(self.job_id),
+                                                       run=self.token)),
+        ).get(pk=self.job_id)
+        self.slot_number: int | None = self.job.slot_number  # type: ignore[attr-defined]
+        self.tried_before: bool = self.job.tried_before  # type: ignore[attr-defined]
+        # Queued by the dispatcher, never by a user: its status changes are recorded under its
+        # name without looking up who queued it.
+        act_as(type(self).command_name)
 
     def verify_precondition(self) -> None:
         """Still this dispatch, in a stage; a dispatched job that moved on gives its slot back.
@@ -87,94 +123,143 @@ class BatchJobStageXCommand(XCommand):
             raise PreconditionFailed(f"job {job.pk} is {job.status}, not waiting for {self.stage}")
 
     def execute(self) -> dict[str, Any]:
-        """The stage, then its outcome (next queue, or a wait); the next stage too while no better job waits.
+        """The stage, then its outcome (next queue, or a wait); the next stages too while no better job waits.
 
-        Each stage is recorded on its own (its transition, history line and compare-and-set);
-        between two stages the slot goes to a better runnable job if there is one (a lower
-        priority number, or the same and older), else the job keeps it and its next stage runs
-        at once: no dispatch and no queued command per stage (BATCH_CHAIN_STAGES).
+        Stages run in a row and are recorded together (one transaction: a transition, history
+        line, status record and try each, one compare-and-set), before a stage with long
+        outside work (`recorded_before`), when the job ends or waits, and at least every
+        RECORD_EVERY_SECONDS. A crash before a record runs those stages again: they are the
+        quick, repeatable ones (reading a manifest, sizes, free space, the inventory's
+        once-per-job write, a callback with its idempotency key). Before each next stage the
+        slot goes to a better runnable job if there is one (a lower priority number, or the
+        same and older; what ran is recorded then), else the job keeps it and runs on: no
+        dispatch and no queued command per stage (BATCH_CHAIN_STAGES).
         """
         ran: list[str] = []
         job = self.job
-        while True:
-            stage = job.status
-            to, keeps_slot = self._run_stage(job, stage)
-            ran.append(f"{stage}->{to}")
-            if not keeps_slot:
-                break
-            job = load_job(self.job_id)
-            if job.stage_token != self.token or not job.dispatched or job.status not in QUEUES:
-                break  # moved by someone else meanwhile (not expected while it holds its slot)
-            self.started = timezone.now()
+        with settings_read_once():
+            while self._run_stages(job, ran):
+                pass  # recorded, and the job read back under its lock: it goes on from where it is
         return {"job": job.pk, "token": self.token, "stages": ran}
 
-    def _run_stage(self, job: BatchJob, stage: str) -> tuple[str, bool]:
-        """Run one stage and record it: (where the job went, whether it keeps its slot for the next stage).
+    def _run_stages(self, job: BatchJob, names: list[str]) -> bool:
+        """Run the job's stages until they must be recorded, record them; whether the job keeps its slot.
 
         Each run of a stage is a try (kernel.tries): what it logged and printed and its error's
         traceback are kept with how it ended, in the transaction that records it.
         """
-        with capturing() as capture:
-            try:
-                outcome = STAGE_FUNCTIONS[stage](job)
-            except StageFailed as exc:
-                capture.note_exception(exc)
-                self._record_failure(stage, str(exc), capture)
-                return J.FAILED, False
-            except Exception as exc:  # storage or network trouble: kept, then the command's retry
-                capture.note_exception(exc)
-                with transaction.atomic():
-                    self._keep_try(stage, "RETRY", capture, type(exc).__name__, str(exc))
-                raise
-        with transaction.atomic():
-            # A wait (provisioning: no space yet) comes back every few seconds: kept only when it warned.
-            if outcome.status is not None or capture.highest >= logging.WARNING:
-                self._keep_try(stage, outcome.status or "WAITS", capture, "", outcome.note if outcome.status == J.FAILED else "")
+        done: list[Ran] = []
+        stage, queued = job.status, job.queued_at
+        since = time.monotonic()
+        while True:
+            started = timezone.now()
+            with capturing() as capture:
+                try:
+                    outcome = STAGE_FUNCTIONS[stage](job)
+                except StageFailed as exc:
+                    capture.note_exception(exc)
+                    failed = Ran(stage, Outcome(J.FAILED, {"error": str(exc)[:8000]}, note=str(exc)), capture,
+                                 started, timezone.now(), queued)
+                    self._record(job, [*done, failed], names)
+                    return False
+                except Exception as exc:  # storage or network trouble: kept, then the command's retry
+                    capture.note_exception(exc)
+                    self._record(job, done, names, retry=(Ran(stage, Outcome(None), capture, started,
+                                                              timezone.now()), exc))
+                    raise
+            done.append(Ran(stage, outcome, capture, started, timezone.now(), queued))
+            to = outcome.status
+            if (to is None or to not in QUEUES or recorded_before(job, to)
+                    or time.monotonic() - since > RECORD_EVERY_SECONDS):
+                return self._record(job, done, names)
+            for name, value in outcome.fields.items():  # the next stage sees what this one found
+                setattr(job, name, value)
+            if not (settings.BATCH_CHAIN_STAGES and keeps_slot(job, self.slot_number, runnable_head())):
+                return self._record(job, done, names)  # a better job waits: this one gives its slot up
+            stage, queued = to, done[-1].ended
+
+    def _record(self, job: BatchJob, done: list[Ran], names: list[str],
+                retry: tuple[Ran, Exception] | None = None) -> bool:
+        """Record the stages that ran (and a try that will be retried): whether the job keeps its slot for the next.
+
+        One transaction: their tries, their transitions with a compare-and-set on the status
+        the job was loaded in and this dispatch's token, then the slot (kept, or handed over).
+        """
+        steps: list[Step] = []
+        kept: list[tuple[Ran, str, str, str]] = []
+        waits: tuple[str, datetime] | None = None
+        for ran in done:
+            outcome = ran.outcome
             if outcome.status is None:  # wait in this queue (provisioning): looked at again later
-                moved = BatchJob.objects.filter(pk=job.pk, status=stage, stage_token=self.token).update(
-                    not_before=timezone.now() + timedelta(seconds=outcome.wait_seconds),
-                    history=_waited(job.history, stage, outcome.note),
-                )
-                if moved:
-                    release(job.pk)
-                return f"{stage} (waits)", False
+                waits = (outcome.note, timezone.now() + timedelta(seconds=outcome.wait_seconds))
+                # A wait comes back every few seconds: kept as a try only when it warned.
+                if ran.capture is not None and ran.capture.highest >= logging.WARNING:
+                    kept.append((ran, "WAITS", "", ""))
+                continue
             fields = dict(outcome.fields)
-            if stage != J.PENDING and outcome.status not in (J.FAILED, J.HELD):
-                fields["last_successful_status"] = stage  # the seed: pending is no success yet
-            moved = move(
-                job, outcome.status, note=outcome.note, fields=fields,
-                expect_status=stage, expect_token=self.token, refill=fill_after_commit,
-                started=self.started, waited_since=job.queued_at,
-            )
-            if not moved:
-                return f"{outcome.status} (not recorded)", False
-            if outcome.status in QUEUES and keeps_slot(job):
-                return outcome.status, True
-            release(job.pk)
-        return outcome.status, False
-
-    def _keep_try(self, stage: str, status: str, capture: Capture | None, code: str, error: str) -> None:
-        """This run of the stage as a try of the job (caller's transaction); `run` is the dispatch."""
-        earlier = TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(self.job_id), name=stage,
-                                         run=self.token).count()
-        tries.store(
-            TaskTry.Kind.STAGE, str(self.job_id), capture, status=status, ended_at=timezone.now(),
-            started_at=self.started, job_id=str(self.job.batch_id), name=stage, run=self.token, attempt=earlier + 1,
-            worker=worker_identity(), error_code=code or ("StageFailed" if error and status == J.FAILED else ""),
-            error_message=error,
-        )
-
-    def _record_failure(self, stage: str, error: str, capture: Capture | None = None) -> None:
-        job = load_job(self.job_id)
+            if ran.stage != J.PENDING and outcome.status not in (J.FAILED, J.HELD):
+                fields["last_successful_status"] = ran.stage  # the seed: pending is no success yet
+            steps.append(Step(outcome.status, outcome.note, fields,
+                              {"started": ran.started, "waited_since": ran.waited_since, "at": ran.ended}))
+            failed = outcome.status == J.FAILED
+            kept.append((ran, outcome.status, "StageFailed" if failed else "", outcome.note if failed else ""))
+        if retry is not None:
+            kept.append((retry[0], "RETRY", type(retry[1]).__name__, str(retry[1])))
+        recorded = [ran for ran in done if ran.outcome.status is not None]
         with transaction.atomic():
-            self._keep_try(stage, J.FAILED, capture, "StageFailed", error)
-            if job.status != stage or job.stage_token != self.token:
-                return
-            moved = move(job, J.FAILED, note=error, fields={"error": error[:8000]},
-                         expect_status=stage, expect_token=self.token, refill=fill_after_commit,
-                         started=self.started)
-            if moved:
-                release(job.pk)
+            self._keep_tries(kept)
+            if not steps and waits is None:
+                return False  # a retry before any stage of this run ended: the slot stays with the job
+            moved = False
+            keeps = False
+            if retry is None and waits is None and steps[-1].to in QUEUES:
+                # It goes on: its state now (a verb may have changed its priority or history
+                # meanwhile), locked, and the best runnable job, in one query.
+                fresh = locked_with_head(job.pk, job.status, self.token)
+                if fresh is None:
+                    names.extend(f"{ran.stage}->{step.to} (not recorded)" for ran, step in zip(recorded, steps, strict=True))
+                    return False
+                job.history, job.priority, job.blocked_by_id, best_priority, best_id = fresh
+                for step in steps:
+                    job.priority = step.fields.get("priority", job.priority)
+                keeps = keeps_slot(job, self.slot_number, None if best_id is None else (best_priority, best_id))
+            also = {} if keeps or retry is not None else {"dispatched": False}
+            if steps:
+                moved = advance(job, steps, expect_status=job.status, expect_token=self.token,
+                                refill=fill_after_commit, waits=waits, also=also)
+            elif waits is not None:  # it waits where it is: no transition
+                moved = bool(BatchJob.objects.filter(pk=job.pk, status=job.status, stage_token=self.token).update(
+                    not_before=waits[1], history=waited(job.history, job.status, waits[0]), **also,
+                ))
+            names.extend(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)")
+                         for ran, step in zip(recorded, steps, strict=True))
+            if waits is not None:
+                names.append(f"{job.status} (waits)")
+            if not moved or retry is not None:
+                return False  # not recorded: someone else moved the job; a retry keeps its slot
+            if keeps:
+                return True
+            release(job.pk, cleared=True)
+        return False
+
+    def _keep_tries(self, kept: list[tuple[Ran, str, str, str]]) -> None:
+        """These runs of stages as tries of the job (caller's transaction, one INSERT); `run` is the dispatch.
+
+        A try's attempt counts the earlier tries of its stage in this dispatch: none when the
+        dispatch had tried nothing before this command's run (each stage runs once in a run),
+        else counted.
+        """
+        rows = []
+        for ran, status, code, error in kept:
+            earlier = 0 if not self.tried_before else TaskTry.objects.filter(
+                kind=TaskTry.Kind.STAGE, object_id=str(self.job_id), name=ran.stage, run=self.token).count()
+            rows.append(tries.build(
+                TaskTry.Kind.STAGE, str(self.job_id), ran.capture, status=status, ended_at=ran.ended,
+                started_at=ran.started, job_id=str(self.job.batch_id), name=ran.stage, run=self.token,
+                attempt=earlier + 1, worker=worker_identity(), error_code=code, error_message=error,
+            ))
+        if rows:
+            TaskTry.objects.bulk_create(rows)
 
     def rollback(self, error: str) -> None:
         """The retries are spent (storage or network trouble): the job fails with the last error, its slot goes on."""
@@ -188,20 +273,14 @@ class BatchJobStageXCommand(XCommand):
                 ):
                     release(self.job_id)
             return
-        self.started = timezone.now()
-        self._record_failure(stage, f"{stage}: {reason}")
-
-
-def _waited(history: list[dict[str, Any]], stage: str, note: str) -> list[dict[str, Any]]:
-    """The history with one "waits" line; repeated waits update the last line instead of adding lines."""
-    if history and history[-1].get("waits") and history[-1].get("stage") == stage:
-        last = dict(history[-1])
-        last.update(at=timezone.now().isoformat(), note=note[:1000], tries=int(last.get("tries", 1)) + 1)
-        return [*history[:-1], last]
-    entry = history_entry(stage, stage, note)
-    entry["waits"] = True
-    entry["tries"] = 1
-    return appended(history, entry)
+        self.job = load_job(self.job_id)
+        if self.job.status != stage:
+            return
+        self.slot_number, self.tried_before = None, True
+        now = timezone.now()
+        message = f"{stage}: {reason}"
+        self._record(self.job, [Ran(stage, Outcome(J.FAILED, {"error": message[:8000]}, note=message), None, now, now,
+                                    self.job.queued_at)], [])
 
 
 # ---- the slot hand-off -------------------------------------------------------------------------
@@ -239,17 +318,21 @@ def fill_slots(limit: int | None = None) -> int:
     return taken
 
 
-def release(job_id: int, *, hand_over: bool = True) -> None:
-    """The job's stage ended: free its slot and (in the same transaction) give it to the next job."""
+def release(job_id: int, *, hand_over: bool = True, cleared: bool = False) -> None:
+    """The job's stage ended: free its slot and (in the same transaction) give it to the next job.
+
+    `cleared`: the caller has already written the job's `dispatched = False` in this transaction.
+    """
     slot = Slot.objects.select_for_update().filter(job_id=job_id).first()
-    BatchJob.objects.filter(pk=job_id).update(dispatched=False)
+    if not cleared:
+        BatchJob.objects.filter(pk=job_id).update(dispatched=False)
     if slot is None:
         return
+    if hand_over and slot.number <= slots() and _take(slot) is not None:
+        return  # the slot went straight to the next job (one write)
     slot.job_id = None
     slot.since = None
     slot.save(update_fields=["job", "since"])
-    if hand_over and slot.number <= slots():
-        _take(slot)
 
 
 def fill_after_commit() -> None:

@@ -27,7 +27,16 @@ from batches.models import (
 )
 from operations.models import Operation, OperationTarget
 from tests.support.processes import ROOT
-from tooling.benchmarks.batch import count_inversions, run_batch_bench, split
+from tooling.benchmarks.batch import (
+    count_inversions,
+    data_files,
+    object_content,
+    parallel_copy,
+    run_batch_bench,
+    split,
+    write_deposit,
+)
+from tooling.benchmarks.batch_memory import run_batch_memory_bench
 from xcommands.models import Command, CommandKey
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -82,7 +91,9 @@ def test_a_tiny_batch_bench_reports_every_figure_and_cleans_up(
     with override_settings(REDIS_URL=env["REDIS_URL"]):
         figures = run_batch_bench(20, 2, lines.append)
     assert {"objects_per_s", "raw_celery_per_s", "ratio", "inversions", "stages", "commands", "batches", "slots",
-            "workers"} <= set(figures)
+            "workers", "mb_per_s", "copy_objects_per_s", "copy_mb_per_s", "copy_ratio", "object_bytes"} <= set(figures)
+    assert figures["copy_objects_per_s"] > 0 and figures["mb_per_s"] > 0
+    assert figures["copy_ratio"] == pytest.approx(figures["objects_per_s"] / figures["copy_objects_per_s"], rel=0.01)
     assert figures["objects"] == 20 and figures["objects_per_s"] > 0 and figures["raw_celery_per_s"] > 0
     assert [(row["priority"], row["objects"]) for row in figures["batches"]] == [(5, 10), (8, 4), (2, 4), (0, 2)]
     assert all(row["done_s"] is not None for row in figures["batches"])
@@ -92,11 +103,50 @@ def test_a_tiny_batch_bench_reports_every_figure_and_cleans_up(
     assert all(row["count"] == 20 for row in figures["stages"].values())
     assert 20 <= figures["commands"]["BatchJobStageXCommand"]["count"] <= 20 * 7  # stages chain in a kept slot
     assert figures["commands"]["BatchStartXCommand"]["count"] == 4
-    assert any("objects/s" in line for line in lines)
+    assert any("objects/s" in line for line in lines) and any("plain parallel copy" in line for line in lines)
     for model in (Batch, BatchJob, Collection, Profile, InventoryObject, MintedIdentifier, Operation, OperationTarget,
                   Command, CommandKey, Slot, IngestSettings):
         assert not model.objects.exists(), model.__name__
     assert not User.objects.filter(username="bench").exists()
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, 4096], ids=["a-line", "one-byte", "short", "longer-than-a-line"])
+def test_an_object_file_has_the_size_asked_for_and_names_its_object(size: int) -> None:
+    """0 is the short line alone; any other size is that many bytes, starting with the line that names the object."""
+    content = object_content("run1", 7, size)
+    line = b"bench run1 object 7\n"
+    assert len(content) == (size or len(line))
+    assert content[: len(line)] == line[: len(content)]
+
+
+def test_the_copy_baseline_copies_every_file_of_the_deposit_and_counts_its_bytes(tmp_path: Path) -> None:
+    """The plain parallel copy reads the same files the pipeline ingests; its copies are removed after."""
+    write_deposit(tmp_path / "deposit", "run1", [(5, 3), (0, 2)], object_bytes=1000)
+    files = data_files(tmp_path / "deposit")
+    assert len(files) == 5
+    seconds, copied = parallel_copy(files, tmp_path / "copy", 2)
+    assert seconds > 0 and copied == 5000
+    assert not (tmp_path / "copy").exists()
+
+
+@pytest.mark.integration
+def test_the_memory_bench_runs_a_small_and_a_large_object_and_reports_their_peaks(
+    worker_env: Callable[..., dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each object in a fresh process through every stage: both complete, peaks reported, nothing left behind."""
+    env = worker_env()
+    monkeypatch.setenv("DATABASE_URL", env["DATABASE_URL"])  # the runs use the test database
+    lines: list[str] = []
+    figures = run_batch_memory_bench(8 * 1024 * 1024, lines.append)
+    assert figures["small"]["bytes"] == 1024 and figures["large"]["bytes"] == 8 * 1024 * 1024
+    assert figures["small"]["status"] == figures["large"]["status"] == "completed"
+    assert figures["peak_rss_mb_small"] > 10 and figures["peak_rss_mb_large"] > 10
+    assert figures["peak_rss_growth_mb"] == pytest.approx(figures["peak_rss_mb_large"] - figures["peak_rss_mb_small"],
+                                                          abs=0.2)
+    assert any("peak RSS" in line for line in lines)
+    for model in (Batch, BatchJob, Collection, Profile, InventoryObject, MintedIdentifier, Operation, OperationTarget,
+                  Command, CommandKey, Slot, IngestSettings):
+        assert not model.objects.exists(), model.__name__
 
 
 def test_before_migrate_it_says_so(tmp_path: Path) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from batches.choices import JobStatus as J
 from batches.commands.stage import fill_slots
-from batches.dispatch import ensure_slots, runnable_jobs
+from batches.dispatch import ensure_slots, runnable_head, runnable_jobs
 from batches.models import Batch, BatchJob, Slot
 from tests.support.batches import Ingest, settle
 from tests.support.engine import run_pending_commands
@@ -99,3 +101,15 @@ def test_racing_dispatchers_never_take_a_job_twice_nor_fill_a_slot_twice(ingest:
         Slot.objects.update(job=None)
     assert BatchJob.objects.filter(status=J.COMPLETED).count() == 20
     assert len(jobs) == 40
+
+
+def test_the_runnable_head_is_the_first_runnable_job_asked_at_the_time_now(ingest: Ingest) -> None:
+    """The head (compiled once) follows the taking order, skips an asleep job, and takes it once its time came."""
+    jobs = stored_jobs(ingest, [5, 1, 3])
+    assert runnable_head() == (1, jobs[1].pk)
+    BatchJob.objects.filter(pk=jobs[1].pk).update(not_before=timezone.now() + timedelta(minutes=5))
+    assert runnable_head() == (3, jobs[2].pk)
+    BatchJob.objects.filter(pk=jobs[1].pk).update(not_before=timezone.now() - timedelta(seconds=1))
+    assert runnable_head() == (1, jobs[1].pk) == tuple(runnable_jobs().values_list("priority", "id")[0])
+    BatchJob.objects.update(dispatched=True)
+    assert runnable_head() is None

@@ -28,6 +28,7 @@ import time
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from batches.definitions import (
     write_batch_manifest,
     write_object_manifest,
 )
+from batches.dispatch import ensure_slots
 from batches.models import (
     Batch,
     BatchJob,
@@ -83,8 +85,19 @@ def split(objects: int) -> list[tuple[int, int]]:
     return [(p, n) for p, n in mix if n > 0] if counts[0] > 0 else [(PROFILE_PRIORITY, objects)]
 
 
-def write_deposit(root: Path, run: str, parts: list[tuple[int, int]]) -> list[str]:
-    """One file and one object manifest (md5, size) per object; a manifest of manifests per part; their URLs."""
+def object_content(run: str, number: int, size: int = 0) -> bytes:
+    """An object's file: one line naming it, repeated to `size` bytes when given (0: the line alone)."""
+    line = f"bench {run} object {number}\n".encode()
+    if size <= 0:
+        return line
+    return (line * (size // len(line) + 1))[:size]
+
+
+def write_deposit(root: Path, run: str, parts: list[tuple[int, int]], object_bytes: int = 0) -> list[str]:
+    """One file and one object manifest (md5, size) per object; a manifest of manifests per part; their URLs.
+
+    The objects' files are `root/NNN/oNNNNNN.txt` (`data_files` lists them).
+    """
     urls = []
     number = 0
     for index, (_, count) in enumerate(parts):
@@ -93,7 +106,7 @@ def write_deposit(root: Path, run: str, parts: list[tuple[int, int]]) -> list[st
             number += 1
             directory = root / f"{number // 1000:03d}"
             directory.mkdir(parents=True, exist_ok=True)
-            content = f"bench {run} object {number}\n".encode()
+            content = object_content(run, number, object_bytes)
             data = directory / f"o{number:06d}.txt"
             data.write_bytes(content)
             local = f"o{number:06d}"
@@ -109,11 +122,33 @@ def write_deposit(root: Path, run: str, parts: list[tuple[int, int]]) -> list[st
     return urls
 
 
+def data_files(root: Path) -> list[Path]:
+    """The objects' files of a deposit written by `write_deposit`."""
+    return sorted(root.glob("*/o*.txt"))
+
+
+def parallel_copy(files: list[Path], target: Path, parallelism: int) -> tuple[float, int]:
+    """Copy the files into `target` with `parallelism` threads of shutil.copyfile: (seconds, bytes) (the baseline)."""
+    target.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+        list(pool.map(lambda path: shutil.copyfile(path, target / path.name), files))
+    seconds = time.monotonic() - started
+    copied = sum(path.stat().st_size for path in files)
+    shutil.rmtree(target, ignore_errors=True)
+    return seconds, copied
+
+
+def _mb(count: int) -> float:
+    return count / 1_000_000
+
+
 class BatchBench(keyed_bench.Bench):
     """Raw Celery rounds around one run of the batches, on the same worker and Redis."""
 
-    def __init__(self, objects: int, workers: int, log: Log) -> None:
+    def __init__(self, objects: int, workers: int, log: Log, object_bytes: int = 0) -> None:
         super().__init__(objects, min(100, objects), workers, log)
+        self.object_bytes = object_bytes
         self.task_modules = ["tooling.benchmarks.keyed_queue", "examples.tasks"]
         self.name = f"bench-batch-{self.run}"
         self.prefix = f"ark:/99999/bench{self.run}-"
@@ -157,7 +192,11 @@ class BatchBench(keyed_bench.Bench):
         try:
             self.log(f"bench run {self.run}: writing {self.commands} objects in {len(parts)} batches "
                      f"(priority, objects: {parts}) to {self.tmp}")
-            urls = write_deposit(self.tmp / "deposit", self.run, parts)
+            urls = write_deposit(self.tmp / "deposit", self.run, parts, self.object_bytes)
+            files = data_files(self.tmp / "deposit")
+            copy_s, total_bytes = parallel_copy(files, self.tmp / "copy", self.workers)
+            self.log(f"plain parallel copy ({self.workers} threads of shutil.copyfile): {len(files) / copy_s:.0f} "
+                     f"objects/s, {_mb(total_bytes) / copy_s:.1f} MB/s ({_mb(total_bytes):.1f} MB)")
             self.log(f"starting a worker (concurrency {self.workers}) and beat on {self.redis_url}; "
                      f"BATCH_SLOTS {slots()}")
             self._start_worker()
@@ -178,12 +217,22 @@ class BatchBench(keyed_bench.Bench):
             else:
                 self.log(f"worker and beat logs kept in {self.tmp}")
         raw = statistics.mean(raws)
+        mb_per_s = _mb(total_bytes) / run["seconds"] if run["seconds"] > 0 else 0.0
+        copy_objects_per_s = len(files) / copy_s if copy_s > 0 else 0.0
+        self.log(f"pipeline {run['objects_per_s']:.1f} objects/s, {mb_per_s:.3f} MB/s; plain parallel copy "
+                 f"{copy_objects_per_s:.0f} objects/s, {_mb(total_bytes) / copy_s:.1f} MB/s; raw Celery {raw:.0f} tasks/s "
+                 f"(ratio {run['objects_per_s'] / raw:.4f})")
         return {
             "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             "objects": self.commands,
             "workers": self.workers,
             "slots": slots(),
+            "object_bytes": round(total_bytes / max(1, len(files))),
             **run,
+            "mb_per_s": round(mb_per_s, 4),
+            "copy_objects_per_s": round(copy_objects_per_s, 1),
+            "copy_mb_per_s": round(_mb(total_bytes) / copy_s, 2) if copy_s > 0 else 0.0,
+            "copy_ratio": round(run["objects_per_s"] / copy_objects_per_s, 5) if copy_objects_per_s else 0.0,
             "raw_celery_per_s": round(raw, 1),
             "raw_rounds": [round(x, 1) for x in raws],
             "ratio": round(run["objects_per_s"] / raw, 4),
@@ -194,6 +243,9 @@ class BatchBench(keyed_bench.Bench):
         collection = Collection.objects.create(name=self.name, description="manage.py bench batch")
         Profile.objects.create(name=self.name, collection=collection, task="examples.ingest_noop",
                                priority=PROFILE_PRIORITY, identifier_prefix=self.prefix)
+        # The slot rows are the deployment's (the dispatch service creates them on its first tick);
+        # created here so the run does not wait for a tick when an earlier run removed them.
+        ensure_slots()
         started = timezone.now()
         batches = []
         for url, (priority, _) in zip(urls, parts, strict=True):
@@ -320,6 +372,7 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
     stages: dict[str, tuple[list[float], list[float]]] = {}
     runnable: dict[int, list[tuple[datetime, datetime]]] = {}
     events: list[tuple[datetime, int]] = []
+    named: list[tuple[int, str, bool]] = []  # per event: its job, its stage, whether it was a dispatch (else a kept slot)
     per_batch_end: dict[int, datetime] = {}
     first_start: datetime | None = None
     last_end = started
@@ -344,7 +397,9 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
             given = dispatch[1] if dispatch is not None and dispatch[1] <= begun else begun
             runnable.setdefault(priority, []).append((queued, max(queued, given)))
             events.append((given, priority))
+            named.append((job_id, stage, dispatch is not None and dispatch[1] <= begun))
     inversions = count_inversions(runnable, events)
+    worst = max(range(len(inversions)), key=inversions.__getitem__, default=None)
     objects = BatchJob.objects.filter(batch_id__in=batch_ids, status="completed").count()
     elapsed = (last_end - started).total_seconds()
     return {
@@ -354,7 +409,11 @@ def analyse(name: str, batch_ids: list[int], started: datetime) -> dict[str, Any
         "_last_end": last_end,
         "inversions": {"dispatches": len(inversions), **_summary([float(x) for x in inversions], 1),
                        "mean": round(statistics.mean(inversions), 2) if inversions else 0.0,
-                       "dispatches_with_any": sum(1 for x in inversions if x)},
+                       "dispatches_with_any": sum(1 for x in inversions if x),
+                       "worst": None if worst is None or not inversions[worst] else {
+                           "better_runnable": inversions[worst], "priority": events[worst][1], "job": named[worst][0],
+                           "stage": named[worst][1], "dispatched": named[worst][2],
+                           "at_s": round((events[worst][0] - started).total_seconds(), 3)}},
         "batches": [
             {"batch": pk, "priority": PROFILE_PRIORITY if priorities[pk] is None else priorities[pk],
              "objects": BatchJob.objects.filter(batch_id=pk).count(),
@@ -388,6 +447,6 @@ def count_inversions(runnable: dict[int, list[tuple[datetime, datetime]]], event
     return counts
 
 
-def run_batch_bench(objects: int, workers: int, log: Log) -> dict[str, Any]:
+def run_batch_bench(objects: int, workers: int, log: Log, object_bytes: int = 0) -> dict[str, Any]:
     """Entry point for `manage.py bench batch`."""
-    return BatchBench(objects, workers, log).execute_batches()
+    return BatchBench(objects, workers, log, object_bytes).execute_batches()

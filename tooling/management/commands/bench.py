@@ -14,6 +14,7 @@ from django.test.utils import override_settings
 from tooling.benchmarks.actions import run_actions_bench
 from tooling.benchmarks.api_pages import run_api_pages_bench
 from tooling.benchmarks.batch import run_batch_bench
+from tooling.benchmarks.batch_memory import run_batch_memory_bench
 from tooling.benchmarks.bundle import BenchmarkUnavailable, run_bundle_bench
 from tooling.benchmarks.keyed_queue import bench_allowed_tasks, run_keyed_queue_bench
 from tooling.benchmarks.materialize_plan import run_materialize_plan_bench
@@ -54,7 +55,11 @@ def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, An
 
 
 def _batch(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    return run_batch_bench(options["objects"], options["workers"], log)
+    return run_batch_bench(options["objects"], options["workers"], log, options["object_bytes"] or 0)
+
+
+def _batch_memory(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    return run_batch_memory_bench(options["large_bytes"], log)
 
 
 def _workflow(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -106,6 +111,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "bundle": _bundle,
     "operation": _operation,
     "batch": _batch,
+    "batch-memory": _batch_memory,
     "workflow": _workflow,
     "actions": _actions,
     "pages": _pages,
@@ -145,6 +151,10 @@ class Command(BaseCommand):
         parser.add_argument("--repeat", type=int, help="api-pages: requests timed per page (default 30); pages: (default 5)")
         parser.add_argument("--small-actions", type=int, default=24, help="pages: actions of each job but the big one")
         parser.add_argument("--objects", type=int, default=10_000, help="batch: objects ingested (one file each)")
+        parser.add_argument("--object-bytes", type=int,
+                            help="batch: bytes of each object's file (default: one short line)")
+        parser.add_argument("--large-bytes", type=int, default=2 * 1024**3,
+                            help="batch-memory: bytes of the large object (default 2 GiB; a sparse file)")
         parser.add_argument("--width", type=int, default=10, help="workflow: actions in each workflow's fork")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -153,7 +163,7 @@ class Command(BaseCommand):
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
         for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
-                     "coordinators", "objects", "width", "small_actions"):
+                     "coordinators", "objects", "width", "small_actions", "object_bytes", "large_bytes"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 
