@@ -54,18 +54,14 @@ from batches.models import (
     BatchJob,
     Collection,
     IngestSettings,
-    InventoryFile,
-    InventoryLocalId,
-    InventoryObject,
-    MintedIdentifier,
     Profile,
     Slot,
 )
 from batches.services import submit_batch
-from operations.models import Operation, OperationTarget
 from tooling.benchmarks import keyed_queue as keyed_bench
+from tooling.benchmarks.batch_memory import delete_rows
 from tooling.benchmarks.runtime import bench_user, percentile
-from xcommands.models import Command, CommandKey
+from xcommands.models import Command
 
 Log = Callable[[str], None]
 
@@ -309,23 +305,7 @@ class BatchBench(keyed_bench.Bench):
 
     def _delete_rows(self, had_user: bool, had_settings: bool, had_slots: set[int]) -> None:
         """Everything of the run: inventory, identifiers, batches and jobs, operations, commands, added slots."""
-        target = f"collection:{self.name}"
-        batch_ids = list(Batch.objects.filter(collection__name=self.name).values_list("pk", flat=True))
-        InventoryFile.objects.filter(object__collection__name=self.name).delete()
-        InventoryLocalId.objects.filter(collection__name=self.name).delete()
-        InventoryObject.objects.filter(collection__name=self.name).delete()
-        MintedIdentifier.objects.filter(identifier__startswith=self.prefix).delete()
-        Slot.objects.filter(job__batch_id__in=batch_ids).update(job=None, since=None)
-        BatchJob.objects.filter(batch_id__in=batch_ids).update(blocked_by=None)
-        Batch.objects.filter(pk__in=batch_ids).delete()
-        Operation.objects.filter(target=target).delete()
-        OperationTarget.objects.filter(name=target).delete()
-        keys = Q(key__startswith=f"object:{self.name}:") | Q(key__in=[f"batch:{pk}" for pk in batch_ids]) | Q(
-            key=f"operation:{target}")
-        Command.objects.filter(keys).delete()
-        CommandKey.objects.filter(keys).delete()
-        Profile.objects.filter(name=self.name).delete()
-        Collection.objects.filter(name=self.name).delete()
+        delete_rows(self.name, self.prefix)
         Slot.objects.exclude(number__in=had_slots).filter(job__isnull=True).delete()
         if not had_settings:
             IngestSettings.objects.all().delete()
