@@ -400,8 +400,8 @@ def test_requeue_starts_a_failed_job_over_and_its_running_batch_waits_for_it(
     real = STAGE_FUNCTIONS[J.PROVISIONING]
     stall = {"on": True}
 
-    def stalled(job: BatchJob) -> Outcome:  # object 1 waits for space until the test lets it go
-        return Outcome(None, wait_seconds=0, note="stalled") if stall["on"] and job.number == 1 else real(job)
+    def stalled(job: BatchJob) -> Outcome:  # object 1 waits for space (a minute a look) until the test lets it go
+        return Outcome(None, wait_seconds=60, note="stalled") if stall["on"] and job.number == 1 else real(job)
 
     monkeypatch.setitem(STAGE_FUNCTIONS, J.PROVISIONING, stalled)
     url = ingest.deposit.objects(2)
@@ -420,6 +420,7 @@ def test_requeue_starts_a_failed_job_over_and_its_running_batch_waits_for_it(
     assert second.status == J.COMPLETED and second.retry_count == 1
     assert Batch.objects.get(pk=batch.pk).status == B.PROCESSING, "object 1 is still in flight"
     stall["on"] = False
+    BatchJob.objects.filter(pk=first.pk).update(not_before=timezone.now())  # its wait for space is over
     settle()
     batch.refresh_from_db()
     assert batch.status == B.COMPLETED, "the requeued job's failure no longer counts"
