@@ -26,7 +26,7 @@ FIGURES = {
     "actions_per_s", "raw_celery_per_s", "ratio", "raw_rounds", "seconds", "actions_succeeded",
     "actions_not_succeeded", "submit_s", "to_all_materialized_s", "to_all_ready_s", "to_all_submitted_s",
     "to_all_running_s", "to_all_succeeded_s", "to_all_jobs_ended_s", "stages", "commands_per_action",
-    "commands_run_total_s", "commands", "messages_queued_at_end", "to_queues_empty_s",
+    "commands_run_total_s", "commands", "messages_queued_at_end", "to_queues_empty_s", "memory",
 }
 STAGES = {"materialized_to_ready", "ready_to_submitted", "submitted_to_running", "running_to_run_ended",
           "run_ended_to_succeeded"}
@@ -54,6 +54,10 @@ def test_a_tiny_actions_bench_runs_every_action_and_cleans_up(
     assert figures["to_all_succeeded_s"] == figures["seconds"] <= figures["to_all_jobs_ended_s"]
     assert figures["to_queues_empty_s"] >= figures["seconds"] and set(figures["messages_queued_at_end"]) == {"commands", "services", "actions", "default"}
     assert set(figures["stages"]) == STAGES and all(row["count"] == 6 for row in figures["stages"].values())
+    memory = figures["memory"]  # every process measured early (after the first action here) and at the end
+    assert memory["end_actions"] == 6 and 1 <= memory["early_actions"] <= 6
+    assert {"worker", "worker pool 1", "worker pool 2", "beat"} <= set(memory["early_kb"]) == set(memory["end_kb"])
+    assert all(kb > 10_000 for kb in memory["end_kb"].values())
     commands = figures["commands"]
     assert commands["CoordStartXCommand"]["count"] == 2 and commands["CoordMaterializeXCommand"]["count"] >= 2
     # Input checks and starts are the due start's (ADR 0026), ends are settled by the runs (ADR 0027): a
