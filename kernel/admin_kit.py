@@ -203,7 +203,7 @@ class CappedCountPaginator(Paginator[Any]):
     """A changelist's pages counted up to COUNT_CAP rows (a COUNT over a LIMITed subquery), never the whole table.
 
     A list of millions of ended rows (coordinator actions) then costs the same as a list of a
-    thousand; past the cap the count shows the cap and the filters narrow the list (ADR 0038).
+    thousand; past the cap the count shows the cap and the filters narrow the list (ADR 0039).
     """
 
     cap = 10_000

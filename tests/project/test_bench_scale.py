@@ -1,6 +1,6 @@
 """`bench scale` at a tiny size: every figure measured on both databases, judged, and nothing of the run left behind.
 
-Not a timed test: the figures are for the benchmark's runs (docs/benchmarks.md, ADR 0038), not for CI.
+Not a timed test: the figures are for the benchmark's runs (docs/benchmarks.md, ADR 0039), not for CI.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`manage.py bench scale`: whether the costs stay flat in history (issue 28, "cost flat in history").
+"""`manage.py bench scale`: whether the costs stay flat in history (issue 28, "cost flat in history"; ADR 0039).
 
 Measures the same figures twice with the same code, on the configured database: first as it
 is ("empty": a small probe set only), then after storing a big ended history (default 10,000
