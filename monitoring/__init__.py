@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from monitoring.figures import (
     ENDED_ACTIONS_CACHE_KEY,
+    ENDED_WORKFLOWS_CACHE_KEY,
     CommandLoad,
     Figures,
     FinishedCommand,
@@ -19,6 +20,7 @@ from monitoring.prometheus import SchedulerCollector, prometheus_text
 
 __all__ = [
     "ENDED_ACTIONS_CACHE_KEY",
+    "ENDED_WORKFLOWS_CACHE_KEY",
     "CommandLoad",
     "Figures",
     "FinishedCommand",

@@ -26,6 +26,7 @@ from coordinators.admin.filters import ActionStatusFilter, JobFilter, LateFilter
 from coordinators.choices import IllegalTransition
 from coordinators.models import CoordinatorAction, CoordinatorJob, SLARegistration, StatusChange
 from kernel.admin_kit import (
+    CappedCountPaginator,
     ReadOnlyAdmin,
     badge,
     change_link,
@@ -64,6 +65,7 @@ class CoordinatorActionAdmin(ObjectVerbsAdmin, ReadOnlyAdmin):
     list_select_related = ["job", "sla_registration"]
     list_per_page = 100
     show_full_result_count = False
+    paginator = CappedCountPaginator  # millions of ended actions: the count stops at 10,000
     fieldsets = [
         (None, {"fields": ["id", "job_link", "number", "nominal_time", "status_text", "pending_text", "external_id"]}),
         ("Times", {"fields": ["waiting_text", "created_time", "next_check_at", "check_count", "timeout_at", "ready_at",

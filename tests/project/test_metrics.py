@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from batches.models import Batch, BatchJob, Collection, Profile
 from bundles.models import BundleJob
 from coordinators.models import CoordinatorAction, CoordinatorJob
-from monitoring import ENDED_ACTIONS_CACHE_KEY
+from monitoring import ENDED_ACTIONS_CACHE_KEY, ENDED_WORKFLOWS_CACHE_KEY
 from tests.coordinators.api.factories import bulk_jobs, token, user
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.models import Command
@@ -235,6 +235,31 @@ def test_ended_action_counts_are_reused_while_live_ones_are_fresh(settings: Any)
     cache.delete(ENDED_ACTIONS_CACHE_KEY)  # what the expiry does
     assert value(scrape(), "scheduler_coordinator_actions", status="SUCCEEDED") == 2
     cache.delete(ENDED_ACTIONS_CACHE_KEY)
+
+
+def test_ended_workflow_counts_are_reused_while_live_ones_are_fresh(settings: Any) -> None:
+    """Ended runs (one per action: millions) are counted by one GROUP BY reused a while; PREP/RUNNING/SUSPENDED never are."""
+    settings.METRICS_ENDED_ACTIONS_SECONDS = 60
+    cache.delete(ENDED_WORKFLOWS_CACHE_KEY)
+    now = timezone.now()
+
+    def run(n: int, status: str) -> None:
+        WorkflowJob.objects.create(id=f"{n:07d}-260101000000000-W", app_name="w", app_path="task:examples.noop",
+                                   created_at=now, status=status)
+
+    run(1, "SUCCEEDED")
+    assert value(scrape(), "scheduler_workflow_jobs", status="SUCCEEDED") == 1
+    run(2, "SUCCEEDED")
+    run(3, "RUNNING")
+    samples = scrape()
+    assert value(samples, "scheduler_workflow_jobs", status="SUCCEEDED") == 1  # reused
+    assert value(samples, "scheduler_workflow_jobs", status="RUNNING") == 1  # fresh
+    cache.delete(ENDED_WORKFLOWS_CACHE_KEY)  # what the expiry does
+    assert value(scrape(), "scheduler_workflow_jobs", status="SUCCEEDED") == 2
+    settings.METRICS_ENDED_ACTIONS_SECONDS = 0  # 0: counted at every scrape
+    run(4, "FAILED")
+    assert value(scrape(), "scheduler_workflow_jobs", status="FAILED") == 1
+    cache.delete(ENDED_WORKFLOWS_CACHE_KEY)
 
 
 def test_due_actions_are_waiting_or_ready_ones_whose_nominal_time_passed() -> None:

@@ -186,13 +186,21 @@ def _bulk_insert_baseline(job: CoordinatorJob, actions: int, log: Log) -> float:
     return actions / elapsed
 
 
-def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log) -> dict[str, Any]:
-    """Run `jobs` minute-frequency coordinators whose inputs exist for `minutes` nominal times; latency percentiles."""
+def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *,
+                              lead_seconds: float | None = None) -> dict[str, Any]:
+    """Run `jobs` minute-frequency coordinators whose inputs exist for `minutes` nominal times; latency percentiles.
+
+    The first nominal time is the minute two minutes from now, or the first whole minute at least
+    `lead_seconds` away (time to submit the jobs and start the workers before it).
+    """
     tmp = Path(tempfile.mkdtemp(prefix="bench-trigger-"))
     data = tmp / "data"
     run = uuid.uuid4().hex[:6]
     prefix = f"bench-trigger-{run}"
-    first = (timezone.now() + timedelta(minutes=2)).replace(second=0, microsecond=0)
+    if lead_seconds is None:
+        first = (timezone.now() + timedelta(minutes=2)).replace(second=0, microsecond=0)
+    else:
+        first = (timezone.now() + timedelta(seconds=lead_seconds + 59.999)).replace(second=0, microsecond=0)
     end = first + timedelta(minutes=minutes)
     for n in range(minutes):
         flag = data / (first + timedelta(minutes=n)).strftime("%Y%m%d%H%M")

@@ -16,6 +16,7 @@ from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob, SLAEvent
 from coordinators.services import submit_coordinator
 from coordinators.sla.service import check
+from kernel.admin_kit import CappedCountPaginator
 from kernel.permissions import JobPermissionDenied
 from tests.coordinators.sla.factories import materialized_job, minute_floor, sla_xml
 from tests.support.engine import run_pending_commands
@@ -101,6 +102,20 @@ def test_action_list_filters_by_job_and_status(operator: Client) -> None:
     assert action.pk in page and other.actions.get().pk not in page
     detail = operator.get(f"{ACTIONS}{quote(action.pk)}/change/").content.decode()
     assert "expected-end" in detail and "SLA record" in detail and 'name="_save"' not in detail
+
+
+def test_action_list_counts_no_further_than_the_cap(operator: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list counts at most `cap` actions (millions of ended ones cost no full count); under it, the exact count."""
+    monkeypatch.setattr(CappedCountPaginator, "cap", 3)
+    job = materialized_job()
+    other = materialized_job(name="other")
+    CoordinatorAction.objects.bulk_create([
+        CoordinatorAction(id=f"{job.pk}@{n}", job=job, number=n, nominal_time=timezone.now(), status="SUCCEEDED")
+        for n in range(2, 6)
+    ] + [CoordinatorAction(id=f"{other.pk}@2", job=other, number=2, nominal_time=timezone.now(), status="SUCCEEDED")])
+    assert "3 coordinator actions" in operator.get(ACTIONS).content.decode()  # 7 stored
+    assert "3 coordinator actions" in operator.get(ACTIONS, {"job": job.pk}).content.decode()  # 5 of its own
+    assert "2 coordinator actions" in operator.get(ACTIONS, {"job": other.pk}).content.decode()  # under the cap: exact
 
 
 def test_sla_records_and_events_are_visible_with_filters(operator: Client) -> None:

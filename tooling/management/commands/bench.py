@@ -22,6 +22,7 @@ from tooling.benchmarks.operation import run_operation_bench
 from tooling.benchmarks.pages import run_pages_bench
 from tooling.benchmarks.purge import run_purge_bench
 from tooling.benchmarks.runtime import run_materialize_bench, run_trigger_latency_bench
+from tooling.benchmarks.scale import Sizes, run_scale_bench
 from tooling.benchmarks.workflow import run_workflow_bench
 
 
@@ -84,6 +85,13 @@ def _pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any
     )
 
 
+def _scale(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    return run_scale_bench(Sizes(
+        jobs=options["jobs"] or 10_000, history=options["history"], trigger_jobs=options["trigger_jobs"],
+        materialize_actions=options["actions"] or 20_000, repeat=options["repeat"] or 5, workers=options["workers"],
+    ), log)
+
+
 NO_DATABASE = frozenset({"materialize-plan"})  # pure computation; every other benchmark stores rows
 
 
@@ -116,6 +124,7 @@ BENCHMARKS: dict[str, Callable[[dict[str, Any], Callable[[str], None]], dict[str
     "actions": _actions,
     "pages": _pages,
     "purge": _purge,
+    "scale": _scale,
 }
 
 
@@ -137,12 +146,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--actions", type=int,
             help="materialize(-plan): actions to create or plan (default 100,000); actions, purge: per job (default 100); "
-                 "pages: the big job's actions (default 10,000)"
+                 "pages: the big job's actions (default 10,000); scale: materialized per phase (default 20,000)"
         )
         parser.add_argument(
             "--jobs", type=int,
             help="trigger-latency: coordinators to run (default 500); operation: jobs (default 5000); actions, purge: "
-                 "coordinators (default 100); pages: jobs stored (default 1,000)"
+                 "coordinators (default 100); pages: jobs stored (default 1,000); scale: jobs of the history (default 10,000)"
         )
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
         parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
@@ -155,6 +164,8 @@ class Command(BaseCommand):
                             help="batch: bytes of each object's file (default: one short line)")
         parser.add_argument("--large-bytes", type=int, default=2 * 1024**3,
                             help="batch-memory: bytes of the large object (default 2 GiB; a sparse file)")
+        parser.add_argument("--history", type=int, default=5_000_000, help="scale: ended actions stored (with their runs)")
+        parser.add_argument("--trigger-jobs", type=int, default=500, help="scale: due jobs whose trigger latency is timed")
         parser.add_argument("--width", type=int, default=10, help="workflow: actions in each workflow's fork")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -163,7 +174,8 @@ class Command(BaseCommand):
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
         for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
-                     "coordinators", "objects", "width", "small_actions", "object_bytes", "large_bytes"):
+                     "coordinators", "objects", "width", "small_actions", "object_bytes", "large_bytes", "history",
+                     "trigger_jobs"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
 
