@@ -44,7 +44,9 @@ DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that touches the database `database`, so CI reruns them on PostgreSQL; and every
     test that drives Chromium `browser` (CI runs those once, on SQLite: a page renders the same from
-    either database, and the queries behind each page run on PostgreSQL in the admin's client tests)."""
+    either database, and the queries behind each page run on PostgreSQL in the admin's client tests); and
+    every benchmark's smoke test `bench` (CI runs those on SQLite: the benchmarks themselves are run on
+    PostgreSQL by hand, their figures in docs/benchmarks.md)."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("django_db") or fixtures & DB_FIXTURES or (
@@ -53,6 +55,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.database)
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
+        if item.path.name.startswith("test_bench") and item.path.name != "test_bench_before_migrate.py":
+            item.add_marker(pytest.mark.bench)
 
 
 @pytest.fixture(autouse=True)
