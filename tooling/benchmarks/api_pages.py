@@ -8,7 +8,6 @@ test client, in process, and counts their queries. Everything it stored is delet
 from __future__ import annotations
 
 import statistics
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -21,6 +20,7 @@ from rest_framework.authtoken.models import Token
 
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from oozie.properties import COORD_APP_PATH
+from tooling.benchmarks.requests_timing import time_requests
 
 Log = Callable[[str], None]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -59,28 +59,13 @@ def _store(prefix: str, owner: Any, jobs: int, actions: int, log: Log) -> str:
 
 def _time(client: Client, url: str, repeat: int) -> dict[str, Any]:
     """Milliseconds per request (median, p95, max) and the queries of one request."""
-    response = client.get(url)
-    if response.status_code != 200:
-        raise RuntimeError(f"{url}: HTTP {response.status_code} {response.content[:200]!r}")
-    queries: list[str] = []
-
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        queries.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(count):
-        client.get(url)
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        client.get(url)
-        samples.append((time.perf_counter() - started) * 1000)
-    samples.sort()
+    timed = time_requests(client, url, repeat)
+    samples = timed.samples_ms
     return {
         "median_ms": round(statistics.median(samples), 2),
         "p95_ms": round(samples[max(0, int(len(samples) * 0.95) - 1)], 2),
         "max_ms": round(samples[-1], 2),
-        "queries": len(queries),
+        "queries": timed.queries,
     }
 
 

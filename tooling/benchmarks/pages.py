@@ -12,7 +12,6 @@ budget (300 ms). Everything it stored is deleted afterwards.
 from __future__ import annotations
 
 import statistics
-import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -26,6 +25,7 @@ from django.test import Client
 from django.utils import timezone
 
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from tooling.benchmarks.requests_timing import time_requests
 from workflows.models import WorkflowJob, WorkflowNode
 
 Log = Callable[[str], None]
@@ -115,26 +115,11 @@ def _store(prefix: str, owner: Any, jobs: int, big_actions: int, small_actions: 
 
 def _time(client: Client, url: str, repeat: int) -> dict[str, Any]:
     """Milliseconds per request (median and slowest of `repeat`, after a warm-up), its queries, within budget or not."""
-    response = client.get(url)
-    if response.status_code != 200:
-        raise RuntimeError(f"{url}: HTTP {response.status_code} {response.content[:300]!r}")
-    queries: list[str] = []
-
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        queries.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(count):
-        client.get(url)
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        client.get(url)
-        samples.append((time.perf_counter() - started) * 1000)
-    median = statistics.median(samples)
+    timed = time_requests(client, url, repeat)
+    median = statistics.median(timed.samples_ms)
     return {
-        "median_ms": round(median, 1), "max_ms": round(max(samples), 1), "queries": len(queries),
-        "kb": round(len(response.content) / 1024), "under_300_ms": "yes" if median < BUDGET_MS else "NO",
+        "median_ms": round(median, 1), "max_ms": round(timed.samples_ms[-1], 1), "queries": timed.queries,
+        "kb": round(timed.size / 1024), "under_300_ms": "yes" if median < BUDGET_MS else "NO",
     }
 
 

@@ -51,6 +51,7 @@ from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from kernel.models import StatusRecord, TaskTry
 from statusservice.purge import Policy, purge
 from tooling.benchmarks.purge import left_of, store_history
+from tooling.benchmarks.requests_timing import time_requests
 from tooling.benchmarks.runtime import run_materialize_bench, run_trigger_latency_bench
 from workflows.models import WorkflowJob, WorkflowNode
 
@@ -283,23 +284,9 @@ def analyze() -> None:
 
 def _time_page(client: Client, url: str, repeat: int) -> dict[str, Any]:
     """Median and slowest milliseconds of `repeat` requests after a warm-up, and the queries of one."""
-    response = client.get(url)
-    if response.status_code != 200:
-        raise RuntimeError(f"{url}: HTTP {response.status_code} {response.content[:300]!r}")
-    queries: list[str] = []
-
-    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        queries.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(count):
-        client.get(url)
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        client.get(url)
-        samples.append((time.perf_counter() - started) * 1000)
-    return {"median_ms": round(statistics.median(samples), 1), "max_ms": round(max(samples), 1), "queries": len(queries)}
+    timed = time_requests(client, url, repeat)
+    return {"median_ms": round(statistics.median(timed.samples_ms), 1), "max_ms": round(timed.samples_ms[-1], 1),
+            "queries": timed.queries}
 
 
 def page_urls(probe: str) -> dict[str, str]:
