@@ -98,10 +98,13 @@ def _run_attempt(node_id: str, attempt: int, worker: str) -> tuple[str, str]:
 
 
 def _report_started(workflow: WorkflowJob, node: WorkflowNode) -> None:
-    """A workflow application's start notification for the node (the parent heard of the start in the claim)."""
+    """A workflow application's start notification for the node (the parent heard of the start in the claim).
+
+    The claim has committed: the notification is sent now (no transaction, no database; a
+    broker that is down drops it, as every notification).
+    """
     if workflow.definition:
-        with transaction.atomic():  # sent after commit, as every notification
-            notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
+        notifications.node_changed(workflow, node.name, status=NodeStatus.RUNNING)
 
 
 def _retrying(step: Callable[[], T], what: str, seconds: float) -> T:
