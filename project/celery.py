@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from celery import Celery
 from celery.concurrency import asynpool
 from celery.signals import after_setup_logger, celeryd_init, task_postrun, task_prerun
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from kombu import Exchange, Queue
 
 from kernel import capture, processes
@@ -180,11 +181,36 @@ def _keep_tries_logs(**kwargs: Any) -> None:
     capture.install(lower_root_level=True)
 
 
+#: When this process's last task ended (time.monotonic()); None before its first.
+_last_task_ended: float | None = None
+
+
 @task_prerun.connect
-@task_postrun.connect
-def _close_stale_connections(**kwargs: Any) -> None:
-    """Drop database connections that are broken or past CONN_MAX_AGE, around each task."""
+def _before_task(**kwargs: Any) -> None:
+    """Drop database connections that are broken or past CONN_MAX_AGE; skip the health check of a connection still warm.
+
+    Django checks a connection with CONN_HEALTH_CHECKS (one `SELECT 1` round trip) before the
+    first query of every task, which on PostgreSQL cost as much as the action's own claim. A
+    connection the previous task used less than DB_HEALTH_CHECK_IDLE_SECONDS ago without a
+    database error is trusted instead (ADR 0040): one that broke since fails its first query
+    as it could after a check, and the runner's and the engine's retries reconnect. A
+    connection that saw an error is still checked (Django's `errors_occurred`).
+    """
     close_old_connections()
+    idle = float(settings.DB_HEALTH_CHECK_IDLE_SECONDS)
+    if _last_task_ended is None or time.monotonic() - _last_task_ended >= idle:
+        return
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.errors_occurred:
+            conn.health_check_done = True  # type: ignore[attr-defined]  # Django's, not in the stubs
+
+
+@task_postrun.connect
+def _after_task(**kwargs: Any) -> None:
+    """Drop database connections that are broken or past CONN_MAX_AGE; remember when the task ended."""
+    global _last_task_ended  # noqa: PLW0603  # one process-wide clock, set by Celery's signal
+    close_old_connections()
+    _last_task_ended = time.monotonic()
 
 
 app.autodiscover_tasks()

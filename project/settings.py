@@ -168,6 +168,8 @@ COMMAND_SWEEP_SECONDS = env_int("COMMAND_SWEEP_SECONDS", 15)
 # A worker checks its pool processes this often; one that died (SIGKILL, the OOM killer) has its
 # work relaunched at once, not after its lease (project.celery, ADR 0008).
 WORKER_POOL_CHECK_SECONDS = env_int("WORKER_POOL_CHECK_SECONDS", 1)
+# A worker trusts a database connection its previous task used less than this long ago (ADR 0040).
+DB_HEALTH_CHECK_IDLE_SECONDS = env_float("DB_HEALTH_CHECK_IDLE_SECONDS", 1.0)
 # A worker that took no task this long while messages waited for its free processes stops
 # (exit 70) for its supervisor to start it again (project.worker_watchdog); 0: never.
 WORKER_STALL_SECONDS = env_int("WORKER_STALL_SECONDS", 120)
