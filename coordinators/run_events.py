@@ -129,8 +129,15 @@ def _ended(workflow: WorkflowJob, node: WorkflowNode) -> None:
     ))
 
 
-def _sql_list(statuses: frozenset[str]) -> str:
-    return ", ".join(f"'{status}'" for status in sorted(statuses))
+def _another_action(status: str) -> str:
+    """SQL: another action of the run's action's job (`a`) is in `status`, found by one probe of the (job, status, nominal time) index.
+
+    Written as EXISTS, PostgreSQL's generic plan (kernel.sqlbatch) expected many such rows and
+    scanned the table for the first one; ordered as the index is, it reads the index.
+    """
+    return ("(SELECT o.id FROM coordinators_coordinatoraction o WHERE o.job_id = a.job_id"  # noqa: S608 - constant SQL
+            f" AND o.status = '{status}' AND o.id <> a.id ORDER BY o.job_id, o.status, o.nominal_time LIMIT 1)"
+            " IS NOT NULL")
 
 
 def _end_statements() -> list[str]:
@@ -147,7 +154,6 @@ def _end_statements() -> list[str]:
     )
     if not settings.COORD_SETTLE_ON_END:
         return ["SELECT 1 WHERE 1 = 0"]  # the command settles every action: `_after_end` queues it
-    others = "SELECT 1 FROM coordinators_coordinatoraction o WHERE o.job_id = a.job_id AND o.id <> a.id AND o.status"
     return [
         "UPDATE coordinators_coordinatoraction SET status = %(workflow_status)s, error_message = %(error_message)s,"  # noqa: S608 - constant SQL
         " ended_at = %(now)s, last_modified = %(now)s WHERE id IN (SELECT a.id FROM coordinators_coordinatoraction a"
@@ -157,8 +163,13 @@ def _end_statements() -> list[str]:
         " SELECT 'action', a.id, a.job_id, 'RUNNING', %(workflow_status)s, %(now)s, 'worker (run ' || %(workflow)s || ')',"
         " %(error_message)s" + settled,
         "SELECT a.job_id, a.data_out, j.status, j.done_materializing,"  # noqa: S608 - constant SQL
-        f" EXISTS ({others} = '{ActionStatus.READY}'),"
-        f" EXISTS ({others} IN ({_sql_list(ACTION_PENDING | ACTION_ACTIVE)}))"
+        f" {_another_action(ActionStatus.READY)},"
+        # Only asked once the job materialized everything (nothing else reads it), one probe per
+        # status: as one `IN (...)`, the estimate for a job with many live actions picked a scan
+        # of the whole table, which read every row once the last of them ended.
+        " CASE WHEN j.done_materializing THEN ("
+        + " OR ".join(_another_action(status) for status in sorted(ACTION_PENDING | ACTION_ACTIVE))
+        + ") ELSE FALSE END"
         " FROM coordinators_coordinatoraction a JOIN coordinators_coordinatorjob j ON j.id = a.job_id"
         " WHERE a.id = " + _RUN_ACTION + " AND a.status = %(workflow_status)s AND a.ended_at = %(now)s"
         " AND a.external_id = %(workflow)s",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+from kernel.sqlbatch import plan_generically
 
 
 class KernelConfig(AppConfig):
@@ -10,3 +13,7 @@ class KernelConfig(AppConfig):
 
     name = "kernel"
     verbose_name = "Kernel"
+
+    def ready(self) -> None:
+        """Plan the batches' prepared statements generically on every new PostgreSQL connection (kernel.sqlbatch)."""
+        connection_created.connect(plan_generically, dispatch_uid="kernel.sqlbatch.plan_generically")

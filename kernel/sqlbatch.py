@@ -4,9 +4,15 @@ The worker's per-action path (claim, start, report, settle) is a handful of shor
 through the ORM each costs a compile and a round trip, several times the work itself. Here
 they are written once, with named parameters (`%(name)s`), and run:
 
-- PostgreSQL: joined into one simple query (psycopg's client-side binding, Django's default),
-  so the whole batch is one round trip and, outside a transaction, one implicit transaction
-  (an error in any statement undoes them all). Inside the caller's transaction it is part of it.
+- PostgreSQL: sent together in psycopg's pipeline mode, each statement with server-side
+  binding, so the whole batch is one round trip and, outside a transaction, one implicit
+  transaction (an error in any statement undoes them all; inside the caller's transaction it
+  is part of it). Each statement is prepared on a connection's first run of it: the server stops planning it again, which
+  cost more than running it (ADR 0040). COMMAND_PREPARED_STATEMENTS=false (a pooler in
+  transaction mode), which also covers the command engine's statements, turns that off. Quoted constants are sent as parameters and the
+  connection plans prepared statements generically (`plan_cache_mode`, set when it connects):
+  a plan built for `status = 'RUNNING'` could otherwise pick a partial index on that status
+  and read every running row to find one id.
 - SQLite: one statement after another inside one transaction (there is no round trip to save).
 
 Each statement sees what the earlier ones wrote, so a later one can act only if an earlier
@@ -18,13 +24,18 @@ one did (`WHERE EXISTS (...)` on the row it marked). Each statement's rows are r
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
 
+import psycopg
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Model
+from psycopg.types.string import StrDumper
 
 M = TypeVar("M", bound=Model)
 
@@ -59,19 +70,80 @@ def run(statements: Sequence[str], params: Mapping[str, Any]) -> list[list[tuple
     values = _adapted(params)
     results: list[list[tuple[Any, ...]]] = []
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(";\n".join(statements), values)
-            raw = cursor.cursor
-            while True:  # psycopg: one result set per statement, in order
-                results.append([tuple(row) for row in raw.fetchall()] if raw.description else [])
-                if not raw.nextset():
-                    break
-        return results
+        return _run_pipelined(statements, values)
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement, values)
             results.append([tuple(row) for row in cursor.fetchall()] if cursor.description else [])
     return results
+
+
+def _run_pipelined(statements: Sequence[str], values: dict[str, Any]) -> list[list[tuple[Any, ...]]]:
+    """PostgreSQL: every statement sent before any answer is awaited (one sync), each on its own server-binding cursor."""
+    connection.ensure_connection()
+    raw = connection.connection
+    prepare = bool(settings.COMMAND_PREPARED_STATEMENTS)
+    if prepare and raw.prepare_threshold is None:
+        raw.prepare_threshold = 2**31  # as xcommands.sql: Django's own cursors bind on the client and never prepare
+    started = time.monotonic()
+    with connection.wrap_database_errors:
+        cursors = [_cursor(raw) for _ in statements]
+        try:
+            with raw.pipeline():
+                for cursor, statement in zip(cursors, statements, strict=True):
+                    text, names, constants = _server_form(statement)
+                    cursor.execute(text, {**{name: values[name] for name in names}, **constants}, prepare=prepare)
+            results = [[tuple(row) for row in cursor.fetchall()] if cursor.description else [] for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+    if connection.queries_logged:  # DEBUG or a test's CaptureQueriesContext: the batch is one entry
+        connection.queries_log.append({"sql": ";\n".join(statements), "time": f"{time.monotonic() - started:.3f}"})
+    return results
+
+
+def _cursor(raw: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
+    """A server-binding cursor that sends strings as `text`.
+
+    psycopg sends them untyped by default, and a parameter used in two places (a select list
+    and a comparison with a varchar column) then gets two types deduced, which the server refuses.
+    """
+    cursor = psycopg.Cursor(raw)
+    cursor.adapters.register_dumper(str, StrDumper)
+    return cursor
+
+
+#: A quoted SQL constant ('' is a quote inside it).
+_CONSTANT = re.compile(r"'((?:[^']|'')*)'")
+
+
+@cache
+def _server_form(statement: str) -> tuple[str, tuple[str, ...], dict[str, str]]:
+    """The statement as the server gets it: its `%(name)s` parameters, and its quoted constants made parameters too.
+
+    A generic plan then never depends on a status written into the statement (see the module).
+    Server-side binding takes only the parameters a statement names.
+    """
+    constants: dict[str, str] = {}
+
+    def parameter(match: re.Match[str]) -> str:
+        name = f"_c{len(constants)}"
+        constants[name] = match.group(1).replace("''", "'")
+        return f"%({name})s"
+
+    text = _CONSTANT.sub(parameter, statement)
+    names = tuple(dict.fromkeys(name for name in re.findall(r"%\((\w+)\)s", statement)))
+    return text, names, constants
+
+
+def plan_generically(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """`connection_created`: a PostgreSQL connection plans its prepared statements once, for any values (see the module).
+
+    Only the batches here are prepared: the ORM binds its values into the query text.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
 
 
 def columns(model: type[Model], alias: str) -> str:

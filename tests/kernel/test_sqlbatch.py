@@ -46,12 +46,78 @@ def test_an_error_in_any_statement_undoes_them_all() -> None:
     assert not StatusRecord.objects.filter(object_id="c@x").exists()
 
 
-def test_postgresql_sends_the_batch_in_one_round_trip() -> None:
-    """On PostgreSQL the statements are one query (one round trip); SQLite runs them one by one in a transaction."""
+def test_the_batch_is_one_logged_query_on_postgresql_and_one_per_statement_on_sqlite() -> None:
+    """DEBUG's query log (and the tests' query counts) show a PostgreSQL batch as one entry."""
     with CaptureQueriesContext(connection) as queries:
         sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "d@x", "at": AT})
     executed = [query["sql"] for query in queries.captured_queries if "kernel_statusrecord" in query["sql"]]
     assert len(executed) == (1 if connection.vendor == "postgresql" else 3)
+
+
+def _wire(tmp_path, action) -> list[list[str]]:
+    """The protocol messages libpq sent (F) and received (B) while `action` ran: [direction, message, rest]."""
+    trace = tmp_path / "libpq.trace"
+    connection.ensure_connection()
+    with trace.open("wb") as sink:
+        connection.connection.pgconn.trace(sink.fileno())
+        try:
+            action()
+        finally:
+            connection.connection.pgconn.untrace()
+    return [line.split("\t")[1:] for line in trace.read_text().splitlines()]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's wire protocol")
+def test_postgresql_sends_every_statement_before_it_waits_for_any_answer(tmp_path) -> None:
+    """One round trip: libpq's own trace shows all three statements and one Sync sent before the first answer."""
+    messages = _wire(tmp_path, lambda: sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "e@x", "at": AT}))
+    sent = [index for index, message in enumerate(messages) if message[0] == "F"]
+    received = [index for index, message in enumerate(messages) if message[0] == "B"]
+    assert [message[2] for message in messages if message[0] == "F" and message[2].startswith(("Execute", "Sync"))] == [
+        "Execute", "Execute", "Execute", "Sync",
+    ]
+    assert max(sent) < min(received)
+    assert StatusRecord.objects.filter(object_id="e@x").count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="server-side prepared statements")
+def test_postgresql_prepares_a_batch_it_runs_again(tmp_path) -> None:
+    """From a connection's second run of a batch the server no longer parses or plans it: only Bind and Execute go out."""
+    sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "p0@x", "at": AT})
+    messages = _wire(tmp_path, lambda: sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "p@x", "at": AT}))
+    kinds = [message[2].split(" ")[0] for message in messages if message[0] == "F"]
+    assert "Parse" not in kinds
+    assert kinds.count("Execute") == 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%kernel_statusrecord%%'")
+        assert cursor.fetchone()[0] >= 3
+    assert list(StatusRecord.objects.filter(object_id="p@x").values_list("to_status", flat=True).order_by("id")) == [
+        "RUNNING", "OK",
+    ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="server-side prepared statements")
+def test_prepared_statements_can_be_turned_off_for_a_transaction_mode_pooler(tmp_path, settings) -> None:
+    """COMMAND_PREPARED_STATEMENTS=false: every run parses its statements again (nothing is left prepared on the server)."""
+    settings.COMMAND_PREPARED_STATEMENTS = False
+    connection.close()  # a new connection: nothing prepared on it yet
+    sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "u0@x", "at": AT})
+    messages = _wire(tmp_path, lambda: sqlbatch.run([INSERT, FOLLOW, COUNT], {"id": "u@x", "at": AT}))
+    assert [message[2].split(" ")[0] for message in messages if message[0] == "F"].count("Parse") == 3
+    assert StatusRecord.objects.filter(object_id="u@x").count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plan cache")
+def test_constants_are_sent_as_parameters_and_plans_are_generic() -> None:
+    """A plan made for one status value cannot pick a partial index on it (kernel.sqlbatch)."""
+    text, names, constants = sqlbatch._server_form("SELECT 1 WHERE 'a''b' = %(x)s AND 'PREP' <> %(y)s AND %(x)s = 'z'")
+    assert text == "SELECT 1 WHERE %(_c0)s = %(x)s AND %(_c1)s <> %(y)s AND %(x)s = %(_c2)s"
+    assert names == ("x", "y")
+    assert constants == {"_c0": "a'b", "_c1": "PREP", "_c2": "z"}
+    connection.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_generic_plan"
 
 
 def test_json_and_locking_fragments_follow_the_database() -> None:
