@@ -189,7 +189,7 @@ def fan_out(now: datetime) -> int:
     sent = 0
     for _ in range(helpers):
         try:
-            app.send_task(DUE_START_TASK, queue="services", expires=30)
+            app.send_task(DUE_START_TASK, queue="services", expires=30, ignore_result=True)
             sent += 1
         except Exception as exc:  # the broker is down: this process does it all
             log.warning("due start helper not sent: %s", exc)

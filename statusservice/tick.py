@@ -112,7 +112,7 @@ def _sla_notifications(now: datetime) -> Any:
     """Send the SLA deliveries as their own task, and only when some are due: a slow mail server never holds the tick."""
     if not SLAEvent.objects.filter(notify_status=NotifyStatus.PENDING, next_attempt_at__lte=now).exists():
         return 0
-    app.send_task(SLA_NOTIFY_TASK, queue="services", expires=tick_seconds())
+    app.send_task(SLA_NOTIFY_TASK, queue="services", expires=tick_seconds(), ignore_result=True)
     return 1
 
 
@@ -289,7 +289,7 @@ def arm(kind: Wakeup, now: datetime, *, not_before: datetime | None = None) -> d
             return None
         app.send_task(
             WAKEUP_TASK, kwargs={"kind": kind.name, "stamp": stamp}, queue="services",
-            eta=at if at > timezone.now() else None, expires=at + timedelta(seconds=tick),
+            eta=at if at > timezone.now() else None, expires=at + timedelta(seconds=tick), ignore_result=True,
         )
         return at
     except (redis.RedisError, OSError) as exc:

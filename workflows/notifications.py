@@ -87,7 +87,7 @@ def _send(url: str, shown: str | None = None) -> None:
     shown = shown if shown is not None else masker().text(url)
     try:
         # The worker needs the URL itself; Flower shows argsrepr (Celery's "hiding sensitive information").
-        app.send_task(TASK, args=(url,), argsrepr=repr((shown,)), queue="default")
+        app.send_task(TASK, args=(url,), argsrepr=repr((shown,)), queue="default", ignore_result=True)
     except Exception as exc:  # the broker is down: a best-effort notification is dropped
         log.warning("notification %s not sent: %s", shown, exc)
 

@@ -191,7 +191,7 @@ def _owner_died_here(node: WorkflowNode, attempt: int, worker: str, now: Any) ->
         log.warning("node %s attempt %s: its process %s died; lease given up, relaunching now", node.pk, attempt,
                     node.worker)
 
-        app.send_task("workflows.service.recover")
+        app.send_task("workflows.service.recover", ignore_result=True)
     return bool(given_up)
 
 

@@ -17,7 +17,7 @@ from coordinators.models import CoordinatorAction
 from statusservice import coordinators as services
 from tests.support.engine import run_pending_commands
 from tests.support.workflow_nodes import node_of
-from workflows import recovery, runner
+from workflows import launch, recovery, runner
 from workflows.choices import NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.choices import CommandStatus
@@ -154,3 +154,39 @@ def test_an_ended_run_whose_report_was_lost_is_reported_again(launched: Launch) 
     run_pending_commands()
     action.refresh_from_db()
     assert action.status == ActionStatus.SUCCEEDED
+
+
+def test_many_nodes_go_out_in_one_redis_pipeline(celery_to_test_redis: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dispatch_many: 40 messages reach the queue, written to Redis in one send, not one round trip each.
+
+    Nor does sending subscribe to each task's result (Celery does unless told the result is ignored).
+    """
+    from redis.connection import AbstractConnection  # noqa: PLC0415 - the class whose sends are counted
+
+    launch.dispatch_many([("warm-1", "warmq", {"node": "a@w", "attempt": 1}), ("warm-2", "warmq", {"node": "b@w", "attempt": 1})])
+    sends: list[int] = []  # from here on, the producer's Redis connection is made
+    real = AbstractConnection.send_packed_command
+
+    def counted(self: AbstractConnection, command: object, check_health: bool = True) -> None:
+        sends.append(1)
+        real(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    messages = [(f"t-{number}", "batchq", {"node": f"w{number}@a", "attempt": 1}) for number in range(40)]
+    assert launch.dispatch_many(messages) == 40
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", real)
+    client = redis.Redis.from_url(celery_to_test_redis)
+    assert client.llen("batchq") == 40
+    assert len(sends) <= 5  # the pipeline, and a pooled connection's health check: not one (or three) per message
+    bodies = [json.loads(raw)["headers"]["id"] for raw in client.lrange("batchq", 0, -1)]
+    assert sorted(bodies) == sorted(f"t-{number}" for number in range(40))
+
+
+def test_a_batch_redis_refuses_leaves_its_nodes_to_recovery(celery_to_test_redis: str, redis_server) -> None:
+    """The broker killed: nothing counts as sent (the nodes stay PREP and recovery sends them), and nothing raises."""
+    redis_server.kill()
+    try:
+        messages = [(f"u-{number}", "batchq", {"node": f"u{number}@a", "attempt": 1}) for number in range(5)]
+        assert launch.dispatch_many(messages) == 0
+    finally:
+        redis_server.start()
