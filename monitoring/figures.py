@@ -22,6 +22,7 @@ from bundles.choices import BundleStatus
 from bundles.models import BundleJob
 from coordinators.choices import ACTION_ACTIVE, ACTION_PENDING, ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
+from kernel.lookups import in_constants
 from workflows.choices import WORKFLOW_TERMINAL, NodeStatus, WorkflowStatus
 from workflows.models import WorkflowJob, WorkflowNode
 from xcommands.base import registered_names
@@ -120,7 +121,7 @@ def _command_load(extra_names: Iterable[str]) -> dict[str, CommandLoad]:
     """Active commands per class (the partial index on active commands bounds the scan to the backlog)."""
     _import_commands()
     rows = (
-        Command.objects.filter(status__in=sorted(ACTIVE_STATUSES))
+        Command.objects.filter(in_constants("status", ACTIVE_STATUSES))
         .values("name", "status")
         .annotate(n=Count("id"), oldest=Min("enqueued_at"))
         .order_by()
@@ -185,7 +186,7 @@ def _workers(seen: dict[str, datetime]) -> dict[str, datetime]:
     seen = dict(seen)
     command_lease = timedelta(seconds=int(settings.COMMAND_LEASE_SECONDS))
     leased = (
-        Command.objects.filter(status__in=sorted(LEASED_STATUSES), lease_expires_at__isnull=False)
+        Command.objects.filter(in_constants("status", LEASED_STATUSES), lease_expires_at__isnull=False)
         .exclude(lease_owner="")
         .values("lease_owner")
         .annotate(last=Max("lease_expires_at"))
@@ -263,7 +264,7 @@ def _action_counts(now: datetime) -> tuple[dict[str, int], dict[str, int], datet
     oldest: datetime | None = None
     is_due = Q(nominal_time__lte=now)
     pending = (
-        CoordinatorAction.objects.filter(status__in=sorted(ACTION_PENDING))
+        CoordinatorAction.objects.filter(in_constants("status", ACTION_PENDING))
         .values("status")
         .annotate(n=Count("pk"), due=Count("pk", filter=is_due), oldest=Min("nominal_time", filter=is_due))
         .order_by()
@@ -273,7 +274,7 @@ def _action_counts(now: datetime) -> tuple[dict[str, int], dict[str, int], datet
         due[str(row["status"])] = int(row["due"])
         if row["oldest"] is not None and (oldest is None or row["oldest"] < oldest):
             oldest = row["oldest"]
-    active = CoordinatorAction.objects.filter(status__in=sorted(ACTION_ACTIVE)).values("status").annotate(n=Count("pk")).order_by()
+    active = CoordinatorAction.objects.filter(in_constants("status", ACTION_ACTIVE)).values("status").annotate(n=Count("pk")).order_by()
     for live in active:
         counts[str(live["status"])] = int(live["n"])
     reuse = ended_actions_seconds()

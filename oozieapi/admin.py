@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse
 
+from kernel.lookups import in_constants
 from kernel.permissions import is_admin
 from monitoring import Figures, compute_figures, prometheus_text
 from oozieapi.errors import OozieError
@@ -322,7 +323,7 @@ def queue_dump(limit: int) -> dict[str, Any]:
     """GET admin/queue-dump: per key with active commands (oldest waiting first, at most `limit`) its waiting,
     running and parked commands and oldest enqueue time, as Oozie's `queueDump` (`callableDump` strings
     plus the fields); the leased commands as its `uniqueMapDump` (`uniqueEntryDump`)."""
-    active = Command.objects.filter(status__in=sorted(ACTIVE_STATUSES))
+    active = Command.objects.filter(in_constants("status", ACTIVE_STATUSES))
     keys = (
         active.values("key")
         .annotate(
@@ -345,7 +346,7 @@ def queue_dump(limit: int) -> dict[str, Any]:
         }
         for row in keys[:limit]
     ]
-    leased = active.filter(status__in=sorted(LEASED_STATUSES)).order_by("started_at", "id").values(
+    leased = active.filter(in_constants("status", LEASED_STATUSES)).order_by("started_at", "id").values(
         "id", "key", "name", "status", "lease_owner", "started_at", "attempts"
     )[:limit]
     unique = [

@@ -32,6 +32,7 @@ from kernel.display import (
     status_label,
     status_words,
 )
+from kernel.lookups import in_constants
 from monitoring import compute_figures
 from xcommands.admin import target_link
 from xcommands.choices import CommandStatus
@@ -84,7 +85,7 @@ def _first_missing(missing: Any) -> str:
 def late_actions(now: datetime) -> list[dict[str, Any]]:
     """The oldest actions whose nominal time passed and which have not started (WAITING or READY), and why."""
     actions = (
-        CoordinatorAction.objects.filter(status__in=sorted(ACTION_PENDING), nominal_time__lte=now)
+        CoordinatorAction.objects.filter(in_constants("status", ACTION_PENDING), nominal_time__lte=now)
         .select_related("job")
         .only("id", "number", "nominal_time", "status", "missing_dependencies", "next_check_at", "timeout_at",
               "job__id", "job__app_name")

@@ -40,6 +40,7 @@ from coordinators.due_start import look_ahead as ask_ahead
 from coordinators.launchers import ACTION_OF_WORKFLOW, launch_actions
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from kernel.locking import skip_locked
+from kernel.lookups import in_constants
 from statusservice.common import BATCH, queue_once, tick_seconds
 from workflows.choices import WORKFLOW_TERMINAL, WorkflowStatus
 from workflows.models import WorkflowJob
@@ -150,7 +151,7 @@ def recover_launches(now: datetime) -> int:
     """
     live_run = WorkflowJob.objects.filter(pk=OuterRef("external_id")).exclude(status__in=sorted(WORKFLOW_TERMINAL))
     rows = list(
-        CoordinatorAction.objects.filter(status__in=sorted(ACTION_ACTIVE), last_modified__lt=now - stale_after())
+        CoordinatorAction.objects.filter(in_constants("status", ACTION_ACTIVE), last_modified__lt=now - stale_after())
         .exclude(Exists(live_run))
         .order_by("last_modified")
         .values_list("pk", "job_id", "external_id", "last_modified")[:BATCH]

@@ -55,6 +55,7 @@ from coordinators.models import (
     StatusChange,
 )
 from kernel.locking import skip_locked
+from kernel.lookups import in_constants
 from kernel.models import StatusRecord, TaskTry
 from workflows.choices import WORKFLOW_TERMINAL
 from workflows.models import NODE_KIND, WORKFLOW_KIND, WorkflowJob, WorkflowNode
@@ -132,7 +133,7 @@ def _live_commands(keys: Iterable[str], names: Sequence[str] = ()) -> set[str]:
     """The keys among these with a command still queued or running (of these names, when given)."""
     live: set[str] = set()
     for chunk in _chunks(sorted(set(keys))):
-        rows = Command.objects.filter(key__in=chunk, status__in=sorted(ACTIVE_STATUSES))
+        rows = Command.objects.filter(in_constants("status", ACTIVE_STATUSES), key__in=chunk)
         if names:
             rows = rows.filter(name__in=names)
         live.update(rows.values_list("key", flat=True).distinct())
@@ -331,7 +332,7 @@ class _Pass:
         newer_alike = CoordinatorAction.objects.filter(
             job=OuterRef("job"), status=OuterRef("status"), nominal_time__gt=OuterRef("nominal_time"))
         return CoordinatorAction.objects.filter(
-            status__in=sorted(ACTION_TERMINAL), pending=False, ended_at__lt=cutoff,
+            in_constants("status", ACTION_TERMINAL), pending=False, ended_at__lt=cutoff,
             number__lte=F("job__last_action_number") - self.policy.keep_last_actions,
         ).filter(Exists(newer_alike))
 

@@ -83,9 +83,12 @@ class WorkflowJob(RecordsStatus):
         indexes = [
             models.Index(fields=["coord_action", "run"], name="wf_parent_run_idx"),
             models.Index(fields=["status", "created_at"], name="wf_status_created_idx"),
-            # Purge: standalone workflows (no coordinator action, no parent) by end time.
+            # Purge: standalone workflows (no coordinator action, no parent) by end time. It leads with the
+            # parent (NULL in every entry) so that SQLite, which counts `parent_workflow_id IS NULL` as an
+            # equality, prefers it to the parent's foreign-key index: that one holds every coordinator run.
             models.Index(
-                fields=["ended_at", "id"], condition=Q(coord_action__isnull=True, parent_workflow__isnull=True),
+                fields=["parent_workflow", "ended_at", "id"],
+                condition=Q(coord_action__isnull=True, parent_workflow__isnull=True),
                 name="wf_standalone_ended_idx",
             ),
         ]

@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from kernel.locking import skip_locked
+from kernel.lookups import in_constants
 from xcommands.broker import broker_lost_data
 from xcommands.choices import LEASED_STATUSES, TERMINAL_STATUSES, CommandStatus
 from xcommands.models import Command
@@ -49,7 +50,7 @@ def expire_leases(now: datetime) -> int:
     with transaction.atomic():
         rows = list(
             skip_locked(
-                Command.objects.filter(status__in=LEASED_STATUSES, lease_expires_at__lt=now)
+                Command.objects.filter(in_constants("status", LEASED_STATUSES), lease_expires_at__lt=now)
                 .order_by("lease_expires_at")
             ).values("pk", "status", "fencing_token", "attempts", "max_retries", "lease_owner", "history")[:BATCH]
         )

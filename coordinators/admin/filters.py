@@ -12,6 +12,7 @@ from django.utils import timezone
 from coordinators.choices import ACTION_PENDING, ActionStatus, JobStatus
 from coordinators.models import CoordinatorJob
 from kernel.admin_kit import StatusWordsFilter
+from kernel.lookups import in_constants
 
 
 class JobStatusFilter(StatusWordsFilter):
@@ -37,7 +38,7 @@ class LateFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "yes":
-            return queryset.filter(status__in=sorted(ACTION_PENDING), nominal_time__lte=timezone.now())
+            return queryset.filter(in_constants("status", ACTION_PENDING), nominal_time__lte=timezone.now())
         return queryset
 
 
