@@ -284,6 +284,12 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
     row = WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, node.name)).first()
     arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
     if arrivals < expected:
+        if row is not None and row.status == NodeStatus.RUNNING:
+            # A later path at a join that still waits: only its count and time change (no status
+            # change, so no history line): one UPDATE of the row held, not update_or_create's
+            # savepoint, second lock and whole-row save.
+            WorkflowNode.objects.filter(pk=row.pk).update(arrivals=arrivals, started_at=now)
+            return []
         _control(workflow, node.name, "join", now, status=NodeStatus.RUNNING, arrivals=arrivals)
         return []
     _control(workflow, node.name, "join", now, transition=node.to[0], arrivals=arrivals)

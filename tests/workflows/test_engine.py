@@ -84,6 +84,32 @@ def test_the_join_passes_once_when_one_path_arrives_before_the_other_starts(tmp_
     assert (join.status, join.arrivals, workflow.status) == (N.OK, 2, W.SUCCEEDED)
 
 
+def test_a_three_way_join_counts_each_arrival_and_passes_on_the_last(tmp_path: Path) -> None:
+    """Arrivals after the first at a waiting join only count (no history line); the third passes."""
+    from kernel.models import StatusRecord  # noqa: PLC0415 - the history the join writes
+
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="a"/><path start="b"/><path start="c"/></fork>'
+        + celery("a", "examples.noop_any", ok="join") + celery("b", "examples.noop_any", ok="join")
+        + celery("c", "examples.noop_any", ok="join") + '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory)
+    for name, expected in (("a", 1), ("b", 2)):
+        node = WorkflowNode.objects.get(workflow=workflow, name=name)
+        run_node(node.pk, node.attempt, "test")
+        join = WorkflowNode.objects.get(workflow=workflow, name="join")
+        assert (join.status, join.arrivals, join.transition) == (N.RUNNING, expected, "")
+    node.refresh_from_db()
+    assert join.started_at is not None and join.started_at >= node.started_at  # the second arrival's time
+    last = WorkflowNode.objects.get(workflow=workflow, name="c")
+    run_node(last.pk, last.attempt, "test")
+    join.refresh_from_db()
+    workflow.refresh_from_db()
+    assert (join.status, join.arrivals, join.transition, workflow.status) == (N.OK, 3, "end", W.SUCCEEDED)
+    history = list(StatusRecord.objects.filter(object_id=join.pk).order_by("id").values_list("to_status", flat=True))
+    assert history == [N.OK]  # the pass; counting arrivals writes no line
+
+
 def test_an_error_takes_the_error_transition_to_a_kill_with_its_message(tmp_path: Path) -> None:
     """A task that raises: ERROR, the error path, the kill node's EL message names the node and its error."""
     directory = app(tmp_path, celery("needs", "examples.fail_unless", str(tmp_path / "missing"), ok="end"))
