@@ -100,7 +100,8 @@ def test_a_three_way_join_counts_each_arrival_and_passes_on_the_last(tmp_path: P
         join = WorkflowNode.objects.get(workflow=workflow, name="join")
         assert (join.status, join.arrivals, join.transition) == (N.RUNNING, expected, "")
     node.refresh_from_db()
-    assert join.started_at is not None and join.started_at >= node.started_at  # the second arrival's time
+    assert join.started_at is not None and node.started_at is not None
+    assert join.started_at >= node.started_at  # the second arrival's time
     last = WorkflowNode.objects.get(workflow=workflow, name="c")
     run_node(last.pk, last.attempt, "test")
     join.refresh_from_db()
