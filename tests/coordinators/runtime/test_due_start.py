@@ -46,7 +46,8 @@ def _engine(in_process_engine: None) -> None:
 def _whole_minute_ahead() -> None:
     """Start well inside a minute: the tests write the inputs of the last minutes, then make jobs of the last
     minutes, and a minute turning between the two shifts the jobs' actions past the inputs (seen under load)."""
-    second = timezone.now().second + timezone.now().microsecond / 1e6
+    now = timezone.now()
+    second = now.second + now.microsecond / 1e6
     if second >= 50:
         time.sleep(60.5 - second)
 
