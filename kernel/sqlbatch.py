@@ -7,16 +7,18 @@ they are written once, with named parameters (`%(name)s`), and run:
 - PostgreSQL: sent together in psycopg's pipeline mode, each statement with server-side
   binding, so the whole batch is one round trip and, outside a transaction, one implicit
   transaction (an error in any statement undoes them all; inside the caller's transaction it
-  is part of it). Each statement is prepared on a connection's first run of it: the server stops planning it again, which
-  cost more than running it (ADR 0040). COMMAND_PREPARED_STATEMENTS=false (a pooler in
-  transaction mode), which also covers the command engine's statements, turns that off. Quoted constants are sent as parameters and the
-  connection plans prepared statements generically (`plan_cache_mode`, set when it connects):
-  a plan built for `status = 'RUNNING'` could otherwise pick a partial index on that status
-  and read every running row to find one id.
+  is part of it). Each statement is prepared on a connection's first run of it, so the server
+  stops planning it again, which cost more than running it (ADR 0040);
+  COMMAND_PREPARED_STATEMENTS=false (a pooler in transaction mode) turns that off here and in
+  the command engine (`prepares`). Quoted constants are sent as parameters and the connection
+  plans prepared statements generically (`plan_cache_mode`, set when it connects): a plan
+  built for `status = 'RUNNING'` could otherwise pick a partial index on that status and read
+  every running row to find one id.
 - SQLite: one statement after another inside one transaction (there is no round trip to save).
 
 Each statement sees what the earlier ones wrote, so a later one can act only if an earlier
-one did (`WHERE EXISTS (...)` on the row it marked). Each statement's rows are returned. Values are adapted as Django adapts them (aware datetimes to the column's form);
+one did (`WHERE EXISTS (...)` on the row it marked). Each statement's rows are returned.
+Values are adapted as Django adapts them (aware datetimes to the column's form);
 `json_param` and `for_update` give the few fragments that differ between the two, and
 `columns` and `load` read whole rows into model instances without a queryset's compile.
 """
@@ -82,9 +84,7 @@ def _run_pipelined(statements: Sequence[str], values: dict[str, Any]) -> list[li
     """PostgreSQL: every statement sent before any answer is awaited (one sync), each on its own server-binding cursor."""
     connection.ensure_connection()
     raw = connection.connection
-    prepare = bool(settings.COMMAND_PREPARED_STATEMENTS)
-    if prepare and raw.prepare_threshold is None:
-        raw.prepare_threshold = 2**31  # as xcommands.sql: Django's own cursors bind on the client and never prepare
+    prepare = prepares(raw)
     started = time.monotonic()
     with connection.wrap_database_errors:
         cursors = [_cursor(raw) for _ in statements]
@@ -100,6 +100,20 @@ def _run_pipelined(statements: Sequence[str], values: dict[str, Any]) -> list[li
     if connection.queries_logged:  # DEBUG or a test's CaptureQueriesContext: the batch is one entry
         connection.queries_log.append({"sql": ";\n".join(statements), "time": f"{time.monotonic() - started:.3f}"})
     return results
+
+
+def prepares(raw: psycopg.Connection[Any]) -> bool:
+    """Whether statements passed `prepare=True` on this PostgreSQL connection are prepared (COMMAND_PREPARED_STATEMENTS).
+
+    Django turns preparing off (for transaction-mode poolers) by leaving `prepare_threshold`
+    unset; its own cursors bind on the client and never prepare, so setting it here enables
+    preparing for the explicit `prepare=True` of these batches and of xcommands.sql only.
+    """
+    if not settings.COMMAND_PREPARED_STATEMENTS:
+        return False
+    if raw.prepare_threshold is None:
+        raw.prepare_threshold = 2**31
+    return True
 
 
 def _cursor(raw: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
@@ -139,7 +153,8 @@ def _server_form(statement: str) -> tuple[str, tuple[str, ...], dict[str, str]]:
 def plan_generically(sender: Any, connection: Any, **kwargs: Any) -> None:
     """`connection_created`: a PostgreSQL connection plans its prepared statements once, for any values (see the module).
 
-    Only the batches here are prepared: the ORM binds its values into the query text.
+    Only the prepared statements change (these batches and the command engine's, xcommands.sql):
+    the ORM binds its values into the query text.
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:

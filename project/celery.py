@@ -190,7 +190,7 @@ def _before_task(**kwargs: Any) -> None:
     """Drop database connections that are broken or past CONN_MAX_AGE; skip the health check of a connection still warm.
 
     Django checks a connection with CONN_HEALTH_CHECKS (one `SELECT 1` round trip) before the
-    first query of every task, which on PostgreSQL cost as much as the action's own claim. A
+    first query of every task, which on PostgreSQL was a third of an action's claim. A
     connection the previous task used less than DB_HEALTH_CHECK_IDLE_SECONDS ago without a
     database error is trusted instead (ADR 0040): one that broke since fails its first query
     as it could after a check, and the runner's and the engine's retries reconnect. A

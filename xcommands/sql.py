@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from kernel.sqlbatch import prepares
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 
 TABLE = "xcommands_command"
@@ -53,11 +53,7 @@ def _execute(statement: str, params: Sequence[Any]) -> tuple[tuple[Any, ...] | N
 
     connection.ensure_connection()
     raw = connection.connection
-    prepare = bool(settings.COMMAND_PREPARED_STATEMENTS)
-    if prepare and raw.prepare_threshold is None:
-        # Django turns preparing off (for transaction-mode poolers); its own cursors bind
-        # on the client and never prepare, so this enables it for the engine's cursors only.
-        raw.prepare_threshold = 2**31
+    prepare = prepares(raw)
     with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
         cursor.execute(statement, params, prepare=prepare)
         row = cursor.fetchone() if cursor.description else None
