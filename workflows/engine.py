@@ -21,7 +21,7 @@ import logging
 import posixpath
 import uuid
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -58,6 +58,7 @@ CONTROL_TYPES = {"start": ":START:", "end": ":END:", "kill": ":KILL:", "fork": "
 START_NODE = ":start:"
 MAX_SUB_WORKFLOW_DEPTH = 20
 RUN_TASK_QUEUE_OF = {"celery": "task"}
+_NEVER = datetime.min.replace(tzinfo=UTC)
 
 
 class WorkflowError(ValueError):
@@ -98,7 +99,7 @@ def create_job(
         parent_node=parent.id if parent is not None else "",
     )
     if start:
-        start_job(workflow, now)
+        start_new_job(workflow, now)
     return workflow
 
 
@@ -127,6 +128,38 @@ def start_job(workflow: WorkflowJob, now: datetime) -> None:
     notifications.job_changed(workflow)
     _control(workflow, START_NODE, "start", now, transition=definition.start)
     _enter(workflow, definition, definition.start, now)
+
+
+def start_new_job(workflow: WorkflowJob, now: datetime) -> None:
+    """`start_job` for a job this transaction just stored: it has no node rows yet, so none is looked for.
+
+    Its nodes are written as plain INSERTs and read back from memory (`_new_rows`) instead of
+    update_or_create's savepoints, locking read and insert, and the reads of an earlier run
+    (there is none) a rerun needs: an application's start costs a statement per node entered.
+    """
+    workflow._new_rows = {}  # type: ignore[attr-defined]
+    try:
+        start_job(workflow, now)
+    finally:
+        workflow._new_rows = None  # type: ignore[attr-defined]
+
+
+def _new_rows(workflow: WorkflowJob) -> dict[str, WorkflowNode] | None:
+    """Every node row of a job being started by `start_new_job`, by name; None when the database must be asked."""
+    rows: dict[str, WorkflowNode] | None = getattr(workflow, "_new_rows", None)
+    return rows
+
+
+def _write_node(workflow: WorkflowJob, name: str, fields: dict[str, Any]) -> WorkflowNode:
+    """Store node `name` of the job with `fields`: created, or its row (a rerun's, a path taken again) updated."""
+    known = _new_rows(workflow)
+    if known is not None and name not in known:
+        node = WorkflowNode.objects.create(id=_node_id(workflow, name), **fields)
+    else:
+        node, _ = WorkflowNode.objects.update_or_create(id=_node_id(workflow, name), defaults=fields)
+    if known is not None:
+        known[name] = node
+    return node
 
 
 def definition_of(workflow: WorkflowJob) -> WorkflowDefinition:
@@ -180,8 +213,15 @@ class _NodeStates(Mapping[str, Any]):
 
 def el_state(workflow: WorkflowJob, current: str = "") -> Any:
     """The `wf:` state of the job now: its fields and every node's transition, errors and data (read when asked)."""
-    last_error = (workflow.nodes.filter(status__in=[NodeStatus.ERROR, NodeStatus.FAILED, NodeStatus.USER_RETRY])
-                  .order_by(F("ended_at").desc(nulls_last=True), "-id").values_list("name", flat=True).first())
+    errors = (NodeStatus.ERROR, NodeStatus.FAILED, NodeStatus.USER_RETRY)
+    known = _new_rows(workflow)
+    if known is not None:  # a job being started: its rows are these
+        failed = sorted((n for n in known.values() if n.status in errors),
+                        key=lambda n: (n.ended_at is not None, n.ended_at or _NEVER, n.id), reverse=True)
+        last_error = failed[0].name if failed else None
+    else:
+        last_error = (workflow.nodes.filter(status__in=list(errors))
+                      .order_by(F("ended_at").desc(nulls_last=True), "-id").values_list("name", flat=True).first())
     owner = workflow.owner.get_username() if workflow.owner_id and workflow.owner else ""
     return WorkflowState(
         id=workflow.id,
@@ -208,16 +248,12 @@ def _node_id(workflow: WorkflowJob, name: str) -> str:
 def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, transition: str = "",
              status: str = NodeStatus.OK, arrivals: int = 0, error: tuple[str, str] = ("", "")) -> WorkflowNode:
     """Record a control node (created, or reset on a rerun) as it was passed."""
-    node, _ = WorkflowNode.objects.update_or_create(
-        id=_node_id(workflow, name),
-        defaults={
-            "workflow": workflow, "name": name, "type": CONTROL_TYPES[kind], "task_name": "", "queue": "",
-            "status": status, "transition": transition, "started_at": now,
-            "ended_at": now if status in NODE_TERMINAL else None, "arrivals": arrivals,
-            "error_code": error[0], "error_message": error[1],
-        },
-    )
-    return node
+    return _write_node(workflow, name, {
+        "workflow": workflow, "name": name, "type": CONTROL_TYPES[kind], "task_name": "", "queue": "",
+        "status": status, "transition": transition, "started_at": now,
+        "ended_at": now if status in NODE_TERMINAL else None, "arrivals": arrivals,
+        "error_code": error[0], "error_message": error[1],
+    })
 
 
 def enter(workflow: WorkflowJob, name: str, now: datetime) -> None:
@@ -281,7 +317,11 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
     """One fork path reached the join: count it; the last one passes through."""
     fork = next((f for f, j in definition.forks.items() if j == node.name), None)
     expected = len(definition.nodes[fork].to) if fork else 1
-    row = WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, node.name)).first()
+    known = _new_rows(workflow)
+    if known is not None:  # a job being started: nobody else sees its rows
+        row = known.get(node.name)
+    else:
+        row = WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, node.name)).first()
     arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
     if arrivals < expected:
         if row is not None and row.status == NodeStatus.RUNNING:
@@ -289,6 +329,7 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
             # change, so no history line): one UPDATE of the row held, not update_or_create's
             # savepoint, second lock and whole-row save.
             WorkflowNode.objects.filter(pk=row.pk).update(arrivals=arrivals, started_at=now)
+            row.arrivals, row.started_at = arrivals, now
             return []
         _control(workflow, node.name, "join", now, status=NodeStatus.RUNNING, arrivals=arrivals)
         return []
@@ -301,7 +342,9 @@ def _skipped(workflow: WorkflowJob) -> set[str]:
 
 
 def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
-    existing = WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).first()
+    known = _new_rows(workflow)
+    existing = (known.get(node.name) if known is not None
+                else WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).first())
     if existing is not None and existing.status == NodeStatus.OK and node.name in _skipped(workflow):
         # A rerun skips what ran well (spec 10): the node keeps its run and its transition is taken again.
         log.info("workflow %s: node %s skipped (rerun)", workflow.id, node.name)
@@ -335,26 +378,32 @@ def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status
     task = str((spec or {}).get("task", "")) if node.action_type == "celery" else ""
     # A node run again on the same row (a cleared node, workflows.node_verbs) continues its attempts and
     # their history: the attempt is the fencing token, so a late report of an earlier run matches nothing.
-    previous = WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).values_list("attempt", "history").first()
+    known = _new_rows(workflow)
+    if known is not None:
+        earlier = known.get(node.name)
+        previous = (earlier.attempt, earlier.history) if earlier is not None else None
+    else:
+        previous = (WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).values_list("attempt", "history")
+                    .first())
     attempts, history = previous if previous is not None else (0, [])
-    row, _ = WorkflowNode.objects.update_or_create(
-        id=_node_id(workflow, node.name),
-        defaults={
-            "workflow": workflow, "name": node.name, "type": node.action_type, "task_name": task,
-            "queue": queue_of(task or "workflows.run"), "status": status, "attempt": attempts + 1,
-            "max_attempts": attempts + max_launches(), "task_id": task_id, "task_ids": [task_id], "worker": "",
-            "lease_expires_at": None, "dispatched_at": now, "dispatches": 1 if status == NodeStatus.PREP else 0,
-            "started_at": None, "ended_at": None, "error_code": "", "error_message": "", "history": list(history),
-            "spec": dict(spec or {}), "transition": "", "data": {}, "external_id": "", "external_status": "",
-            "user_retries": 0, "retry_at": None,
-        },
-    )
+    row = _write_node(workflow, node.name, {
+        "workflow": workflow, "name": node.name, "type": node.action_type, "task_name": task,
+        "queue": queue_of(task or "workflows.run"), "status": status, "attempt": attempts + 1,
+        "max_attempts": attempts + max_launches(), "task_id": task_id, "task_ids": [task_id], "worker": "",
+        "lease_expires_at": None, "dispatched_at": now, "dispatches": 1 if status == NodeStatus.PREP else 0,
+        "started_at": None, "ended_at": None, "error_code": "", "error_message": "", "history": list(history),
+        "spec": dict(spec or {}), "transition": "", "data": {}, "external_id": "", "external_status": "",
+        "user_retries": 0, "retry_at": None,
+    })
     row.workflow = workflow
     return row
 
 
 def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> None:
     """Start the child job of a sub-workflow node; the node runs until the child ends (its end ends it)."""
+    # The child's end (at once, or a failed submission) takes this node's transition on a job
+    # read again from the database: the rows of a job being started are read from there too.
+    workflow._new_rows = None  # type: ignore[attr-defined]
     row = _reset_action(workflow, node, now, status=NodeStatus.RUNNING)
     row.started_at = now
     depth, parent = 0, workflow
@@ -387,7 +436,7 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
     row.external_id = child.id
     row.external_status = WorkflowStatus.RUNNING
     row.save(update_fields=["spec", "external_id", "external_status", "started_at"])
-    start_job(child, now)
+    start_new_job(child, now)
 
 
 # ---- a node ended ------------------------------------------------------------------------------

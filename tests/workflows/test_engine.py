@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.core import mail
 from django.core.management import CommandError, call_command
+from django.db import transaction
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus
@@ -28,7 +29,9 @@ from tests.support.workflow_apps import WF, app, celery, drive, nodes, owner, su
 from workflows import notifications
 from workflows.choices import NodeStatus as N
 from workflows.choices import WorkflowStatus as W
-from workflows.engine import WorkflowError, due_user_retries
+from workflows.definitions.submission import prepare_workflow
+from workflows.engine import WorkflowError, create_job, due_user_retries
+from workflows.ids import next_workflow_ids
 from workflows.models import WorkflowJob, WorkflowNode
 from workflows.runner import Outcome, claim, record, run_node
 from workflows.services import request_control, request_rerun
@@ -109,6 +112,51 @@ def test_a_three_way_join_counts_each_arrival_and_passes_on_the_last(tmp_path: P
     assert (join.status, join.arrivals, join.transition, workflow.status) == (N.OK, 3, "end", W.SUCCEEDED)
     history = list(StatusRecord.objects.filter(object_id=join.pk).order_by("id").values_list("to_status", flat=True))
     assert history == [N.OK]  # the pass; counting arrivals writes no line
+
+
+def test_starting_a_new_job_writes_each_node_once_without_looking_for_earlier_rows(
+        tmp_path: Path, django_assert_max_num_queries: Any) -> None:
+    """A new job's start: one INSERT per node entered, no savepoint or read per node (`start_new_job`)."""
+    width = 10
+    paths = "".join(f'<path start="a{i}"/>' for i in range(width))
+    body = (f'<fork name="fork">{paths}</fork>'
+            + "".join(celery(f"a{i}", "examples.noop_any", ok="join") for i in range(width))
+            + '<join name="join" to="end"/>')
+    directory = app(tmp_path, body, start="fork")
+    prepared = prepare_workflow((directory / "workflow.xml").read_text(), {"user.name": "wf-user"},
+                                app_path=str(directory))
+    # The job, its id, its start and history line, `:start:`, the fork and ten actions: 16 plus
+    # the transaction. Reading each node before writing it (a rerun's way) would take 60 more.
+    next_workflow_ids(1)  # the id counter's first use creates it
+    with django_assert_max_num_queries(20), transaction.atomic():  # a launch's transaction
+        workflow = create_job(prepared, now=timezone.now())
+    assert workflow.status == W.RUNNING and getattr(workflow, "_new_rows", None) is None
+    stored = {n.name: (n.status, n.attempt, n.max_attempts, n.transition) for n in workflow.nodes.all()}
+    assert stored[":start:"][0::3] == (N.OK, "fork")
+    assert stored["fork"][0::3] == (N.OK, ",".join(f"a{i}" for i in range(width)))
+    assert {name for name, row in stored.items() if row[:2] == (N.PREP, 1)} == {f"a{i}" for i in range(width)}
+    assert drive() == width
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED
+    assert WorkflowNode.objects.get(workflow=workflow, name="join").arrivals == width
+
+
+def test_a_sub_workflow_refused_at_the_start_and_a_control_path_meet_at_the_join(tmp_path: Path) -> None:
+    """A path ended while the job starts (a child that cannot be submitted) and another reach the join once each."""
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="sub"/><path start="d"/></fork>'
+        f'<action name="sub"><sub-workflow><app-path>{tmp_path / "missing"}</app-path></sub-workflow>'
+        '<ok to="join"/><error to="join"/></action>'
+        '<decision name="d"><switch><case to="join">${true}</case><default to="join"/></switch></decision>'
+        '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory)
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    sub = WorkflowNode.objects.get(workflow=workflow, name="sub")
+    assert (sub.status, sub.error_code, sub.transition) == (N.ERROR, "E0SUBWF", "join")
+    join = WorkflowNode.objects.get(workflow=workflow, name="join")
+    assert (join.status, join.arrivals, join.transition) == (N.OK, 2, "end")
 
 
 def test_an_error_takes_the_error_transition_to_a_kill_with_its_message(tmp_path: Path) -> None:
