@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 
 from kernel.locking import skip_locked
@@ -320,21 +320,38 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
     known = _new_rows(workflow)
     if known is not None:  # a job being started: nobody else sees its rows
         row = known.get(node.name)
-    else:
-        row = WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, node.name)).first()
-    arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
-    if arrivals < expected:
-        if row is not None and row.status == NodeStatus.RUNNING:
-            # A later path at a join that still waits: only its count and time change (no status
-            # change, so no history line): one UPDATE of the row held, not update_or_create's
-            # savepoint, second lock and whole-row save.
+        arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
+        if row is not None and row.status == NodeStatus.RUNNING and arrivals < expected:
             WorkflowNode.objects.filter(pk=row.pk).update(arrivals=arrivals, started_at=now)
             row.arrivals, row.started_at = arrivals, now
             return []
+    else:
+        # A later path at a join that waits (RUNNING): counted by one UPDATE that says the new
+        # count (no status change, so no history line). Nothing matched: the path is the first
+        # (no row, or one a path taken again left ended).
+        arrivals = _count_arrival(_node_id(workflow, node.name), now) or 1
+        if 1 < arrivals < expected:
+            return []
+    if arrivals < expected:
         _control(workflow, node.name, "join", now, status=NodeStatus.RUNNING, arrivals=arrivals)
         return []
     _control(workflow, node.name, "join", now, transition=node.to[0], arrivals=arrivals)
     return [node.to[0]]
+
+
+#: A path's arrival at a join that waits: its count, said back (PostgreSQL and SQLite 3.35+ have RETURNING).
+COUNT_ARRIVAL = (
+    "UPDATE workflows_workflownode SET arrivals = arrivals + 1, started_at = %s"
+    " WHERE id = %s AND status = 'RUNNING' RETURNING arrivals"
+)
+
+
+def _count_arrival(join_id: str, now: datetime) -> int:
+    """Count one more arrival at a waiting join (the caller holds the workflow row); the count, or 0 if none waits."""
+    with connection.cursor() as cursor:
+        cursor.execute(COUNT_ARRIVAL, [now, join_id])
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
 
 
 def _skipped(workflow: WorkflowJob) -> set[str]:
@@ -442,9 +459,13 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
 # ---- a node ended ------------------------------------------------------------------------------
 
 
-def node_ended(node: WorkflowNode, now: datetime) -> None:
-    """Take the ended node's transition (caller's transaction; the node row is locked and saved)."""
-    workflow = WorkflowJob.objects.select_for_update().get(pk=node.workflow_id)
+def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None = None) -> None:
+    """Take the ended node's transition (caller's transaction; the node row is locked and saved).
+
+    `locked`: the workflow row as the caller read it while locking it (the worker's report reads
+    it in its batch); else it is locked and read here.
+    """
+    workflow = locked if locked is not None else WorkflowJob.objects.select_for_update().get(pk=node.workflow_id)
     node.workflow = workflow
     if workflow.status == WorkflowStatus.SUSPENDED:
         log.info("node %s ended %s while workflow %s is SUSPENDED; its transition waits for resume",

@@ -330,7 +330,8 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         "log_dropped": capture.dropped if capture is not None else 0,
     }
     ours = [
-        "SELECT id FROM workflows_workflowjob WHERE id = %(workflow)s" + sqlbatch.for_update(),  # noqa: S608 - constant SQL
+        f"SELECT {sqlbatch.columns(WorkflowJob, 'w')} FROM workflows_workflowjob w WHERE w.id = %(workflow)s"  # noqa: S608 - constant SQL
+        + sqlbatch.for_update(),
         END_NODE.format(history=sqlbatch.json_param("history"), data=sqlbatch.json_param("data")), END_NODE_RECORD,
         *((END_WORKFLOW, END_WORKFLOW_RECORD) if one_node else ()), STORE_TRY, f"SELECT {NODE_ENDED}, {parents.ENDED}",
     ]
@@ -345,7 +346,8 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         node.external_id, node.external_status = external
         node.status_stored()
         if not one_node:
-            engine_node_ended(node, now)  # the workflow row is locked: its transition, as `end_node` takes it
+            # The workflow row as the batch locked and read it: the node's transition, as `end_node` takes it.
+            engine_node_ended(node, now, locked=sqlbatch.load(WorkflowJob, rows[0][0]) if rows[0] else None)
             return outcome.status
         if not workflow_ended:
             log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",
