@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from functools import cache
 from typing import Any, TypeVar
@@ -90,9 +91,10 @@ def _run_pipelined(statements: Sequence[str], values: dict[str, Any]) -> list[li
         cursors = [_cursor(raw) for _ in statements]
         try:
             with raw.pipeline():
-                for cursor, statement in zip(cursors, statements, strict=True):
-                    text, names, constants = _server_form(statement)
-                    cursor.execute(text, {**{name: values[name] for name in names}, **constants}, prepare=prepare)
+                with _begun_in_pipeline(raw):
+                    for cursor, statement in zip(cursors, statements, strict=True):
+                        text, names, constants = _server_form(statement)
+                        cursor.execute(text, {**{name: values[name] for name in names}, **constants}, prepare=prepare)
             results = [[tuple(row) for row in cursor.fetchall()] if cursor.description else [] for cursor in cursors]
         finally:
             for cursor in cursors:
@@ -100,6 +102,31 @@ def _run_pipelined(statements: Sequence[str], values: dict[str, Any]) -> list[li
     if connection.queries_logged:  # DEBUG or a test's CaptureQueriesContext: the batch is one entry
         connection.queries_log.append({"sql": ";\n".join(statements), "time": f"{time.monotonic() - started:.3f}"})
     return results
+
+
+@contextmanager
+def _begun_in_pipeline(raw: psycopg.Connection[Any]) -> Iterator[None]:
+    """A batch that opens the caller's transaction sends its BEGIN in the pipeline, before its statements.
+
+    psycopg opens a transaction (Django's `atomic`) with BEGIN and a Sync whose answer it
+    awaits before sending anything else: a round trip of its own, as long as the batch's. Here
+    the BEGIN is the pipeline's first statement instead, while psycopg is told (its private
+    flag, for these statements only) that the connection commits by itself so that it adds
+    none. The server is then in the transaction block BEGIN opened, which psycopg sees after
+    the Sync: the caller's COMMIT or ROLLBACK ends it as before. Outside a transaction, or in
+    one already open, nothing changes. `tests/kernel/test_sqlbatch.py` reads the wire.
+    """
+    if raw.autocommit or raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        yield
+        return
+    raw._autocommit = True  # noqa: SLF001 - psycopg's setter refuses inside the block BEGIN opens
+    try:
+        begin = psycopg.Cursor(raw)
+        begin.execute("BEGIN")
+        begin.close()
+        yield
+    finally:
+        raw._autocommit = False  # noqa: SLF001 - as above
 
 
 def prepares(raw: psycopg.Connection[Any]) -> bool:

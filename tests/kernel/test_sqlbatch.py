@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import psycopg
 import pytest
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from kernel import sqlbatch
@@ -78,6 +79,41 @@ def test_postgresql_sends_every_statement_before_it_waits_for_any_answer(tmp_pat
     ]
     assert max(sent) < min(received)
     assert StatusRecord.objects.filter(object_id="e@x").count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's wire protocol")
+def test_a_batch_that_opens_the_callers_transaction_sends_its_begin_in_the_same_round_trip(tmp_path) -> None:
+    """BEGIN goes in the pipeline (no round trip of its own); the block stays open for the caller, who commits it."""
+
+    def opened_by_the_batch() -> None:
+        with transaction.atomic():
+            sqlbatch.run([INSERT, FOLLOW], {"id": "b1@x", "at": AT})
+            assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+            StatusRecord.objects.create(kind="node", object_id="b1@x", to_status="KILLED", at=AT)
+
+    messages = _wire(tmp_path, opened_by_the_batch)
+    sent = [" ".join(message[2:]).strip() for message in messages if message[0] == "F"]
+    first_answer = next(index for index, message in enumerate(messages) if message[0] == "B")
+    before = [message[2].split(" ")[0] for message in messages[:first_answer] if message[0] == "F"]
+    assert before.count("Execute") == 3 and before.count("Sync") == 1  # BEGIN and both statements, one Sync
+    assert sent[0].startswith('Parse  "" "BEGIN"') and sum("BEGIN" in line for line in sent) == 1
+    assert sent[-1] == 'Query  "COMMIT"'  # the caller's commit ends the block
+    assert connection.connection.autocommit and connection.get_autocommit()  # Django set it back, as always
+    assert list(StatusRecord.objects.filter(object_id="b1@x").order_by("id").values_list("to_status", flat=True)) == [
+        "RUNNING", "OK", "KILLED",
+    ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's transaction status")
+def test_a_failing_batch_that_opened_the_transaction_leaves_nothing_and_the_connection_usable() -> None:
+    """The caller's rollback ends the block the batch's BEGIN opened; the next transaction starts clean."""
+    with pytest.raises(DatabaseError), transaction.atomic():
+        sqlbatch.run([INSERT, "SELECT * FROM no_such_table"], {"id": "b2@x", "at": AT})
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert not StatusRecord.objects.filter(object_id="b2@x").exists()
+    with transaction.atomic():
+        sqlbatch.run([INSERT], {"id": "b3@x", "at": AT})
+    assert StatusRecord.objects.filter(object_id="b3@x").count() == 1
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="server-side prepared statements")
