@@ -261,21 +261,25 @@ def enter(workflow: WorkflowJob, name: str, now: datetime) -> None:
     _enter(workflow, definition_of(workflow), name, now)
 
 
-def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now: datetime) -> None:
+def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now: datetime, *,
+           arrived: int | None = None) -> None:
     """Execute node `name` and what it leads to: control nodes at once, action nodes by sending them to a worker.
 
     A loop, not recursion: a chain of 2,000 decisions is walked without growing the stack.
+    `arrived`: `name` is a join whose count the caller already raised to this (0: none waited).
     """
     pending = [name]
     # Until another path ends the job; a suspend on a node (spec 20) still enters the other
     # paths of a fork: their actions wait, queued, for the resume.
     while pending and workflow.status in (WorkflowStatus.RUNNING, WorkflowStatus.SUSPENDED):
         current = pending.pop(0)
-        pending.extend(_step(workflow, definition, definition.nodes[current], now))
+        pending.extend(_step(workflow, definition, definition.nodes[current], now, arrived=arrived))
+        arrived = None
 
 
-def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
-    """Execute one node; the nodes to enter next."""
+def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime, *,
+          arrived: int | None = None) -> list[str]:
+    """Execute one node; the nodes to enter next (`arrived`: see `_enter`)."""
     name = node.name
     try:
         if node.kind == "end":
@@ -295,7 +299,7 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
             _control(workflow, name, "fork", now, transition=",".join(node.to))
             return list(node.to)
         elif node.kind == "join":
-            return _arrive(workflow, definition, node, now)
+            return _arrive(workflow, definition, node, now, arrived)
         else:
             return _enter_action(workflow, definition, node, now)
     except Exception as exc:  # an EL error (a decision, a kill message, an action's spec): the job FAILS
@@ -313,8 +317,9 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
     return []
 
 
-def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
-    """One fork path reached the join: count it; the last one passes through."""
+def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime,
+            arrived: int | None = None) -> list[str]:
+    """One fork path reached the join: count it; the last one passes through (`arrived`: counted already)."""
     fork = next((f for f, j in definition.forks.items() if j == node.name), None)
     expected = len(definition.nodes[fork].to) if fork else 1
     known = _new_rows(workflow)
@@ -329,7 +334,8 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
         # A later path at a join that waits (RUNNING): counted by one UPDATE that says the new
         # count (no status change, so no history line). Nothing matched: the path is the first
         # (no row, or one a path taken again left ended).
-        arrivals = _count_arrival(_node_id(workflow, node.name), now) or 1
+        counted = arrived if arrived is not None else _count_arrival(_node_id(workflow, node.name), now)
+        arrivals = counted or 1
         if 1 < arrivals < expected:
             return []
     if arrivals < expected:
@@ -459,11 +465,31 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
 # ---- a node ended ------------------------------------------------------------------------------
 
 
-def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None = None) -> None:
+def foreseen_transition(workflow: WorkflowJob, name: str, status: str) -> tuple[str, bool] | None:
+    """The transition node `name` takes if it ends `status` while its workflow runs: its target and whether that is a join.
+
+    Only an OK end is foreseen (an ERROR may be retried, a FAILED ends the job): the worker's
+    report stores it, and counts the arrival at the join, in the batch that ends the node, each
+    only while the workflow runs (`node_ended`'s `taken`). None: the engine decides, as always.
+    """
+    if status != NodeStatus.OK or not workflow.definition:
+        return None
+    definition = definition_of(workflow)
+    spec = definition.nodes.get(name)
+    if spec is None or spec.kind != "action" or not spec.to:
+        return None
+    target = definition.nodes.get(spec.to[0])
+    return spec.to[0], target is not None and target.kind == "join"
+
+
+def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None = None,
+               taken: tuple[str, int | None] | None = None) -> None:
     """Take the ended node's transition (caller's transaction; the node row is locked and saved).
 
     `locked`: the workflow row as the caller read it while locking it (the worker's report reads
-    it in its batch); else it is locked and read here.
+    it in its batch); else it is locked and read here. `taken`: the transition the caller
+    already stored for it (`foreseen_transition`), with the count its join now has (0: no join
+    was waiting; None: the target is no join).
     """
     workflow = locked if locked is not None else WorkflowJob.objects.select_for_update().get(pk=node.workflow_id)
     node.workflow = workflow
@@ -487,9 +513,13 @@ def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None 
         finish(workflow, status, now, error=(node.error_code, f"node {node.name}: {node.error_message}"))
         return
     node.transition = target
-    node.save(update_fields=["transition"])
+    arrived = None
+    if taken is not None and taken[0] == target:
+        arrived = taken[1]
+    else:
+        node.save(update_fields=["transition"])
     notifications.node_changed(workflow, node.name, transition=target)
-    _enter(workflow, definition, target, now)
+    _enter(workflow, definition, target, now, arrived=arrived)
 
 
 def _user_retry(node: WorkflowNode, spec: NodeDef, now: datetime) -> None:

@@ -35,6 +35,7 @@ from kernel.secrets import masker
 from workflows import notifications, parents
 from workflows.actions import ActionContext, execute
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
+from workflows.engine import foreseen_transition
 from workflows.engine import node_ended as engine_node_ended
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
@@ -289,6 +290,21 @@ STORE_TRY = (
 )
 
 
+#: An OK node's foreseen transition (`engine.foreseen_transition`), stored with its end while its workflow runs.
+TAKE_TRANSITION = (
+    "UPDATE workflows_workflownode SET transition = %(target)s"
+    " WHERE id = %(node)s AND status = %(status)s AND ended_at = %(now)s AND EXISTS ("
+    "SELECT 1 FROM workflows_workflowjob WHERE id = %(workflow)s AND status = 'RUNNING') RETURNING id"
+)
+#: Its arrival at the join it leads to, if that join waits (RUNNING): the new count.
+ARRIVE_AT_JOIN = (
+    "UPDATE workflows_workflownode SET arrivals = arrivals + 1, started_at = %(now)s"
+    " WHERE id = %(join)s AND status = 'RUNNING' AND EXISTS ("
+    "SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND transition = %(target)s AND ended_at = %(now)s)"
+    " RETURNING arrivals"
+)
+
+
 def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, now: Any) -> str | None:
     """A claimed node's end as `_record_once` writes it, in one batch; None where that path must decide.
 
@@ -335,8 +351,14 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         END_NODE.format(history=sqlbatch.json_param("history"), data=sqlbatch.json_param("data")), END_NODE_RECORD,
         *((END_WORKFLOW, END_WORKFLOW_RECORD) if one_node else ()), STORE_TRY, f"SELECT {NODE_ENDED}, {parents.ENDED}",
     ]
+    # An application's OK node: its transition and its join's count go in the same batch.
+    foreseen = None if one_node else foreseen_transition(workflow, node.name, outcome.status)
+    taking: list[str] = []
+    if foreseen is not None:
+        params["target"], params["join"] = foreseen[0], f"{workflow.id}@{foreseen[0]}"
+        taking = [TAKE_TRANSITION, *((ARRIVE_AT_JOIN,) if foreseen[1] else ())]
     with transaction.atomic():
-        rows = sqlbatch.run([*ours, *(statement for statements, _ in parent_statements for statement in statements)],
+        rows = sqlbatch.run([*ours, *taking, *(statement for statements, _ in parent_statements for statement in statements)],
                             params)
         node_ended, workflow_ended = (bool(flag) for flag in rows[len(ours) - 1][0])
         if not node_ended:
@@ -346,8 +368,13 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         node.external_id, node.external_status = external
         node.status_stored()
         if not one_node:
-            # The workflow row as the batch locked and read it: the node's transition, as `end_node` takes it.
-            engine_node_ended(node, now, locked=sqlbatch.load(WorkflowJob, rows[0][0]) if rows[0] else None)
+            # The workflow row as the batch locked and read it: the node's transition, as `end_node` takes
+            # it, minus what the batch already stored.
+            taken = None
+            if foreseen is not None and rows[len(ours)]:
+                taken = (foreseen[0], (rows[len(ours) + 1][0][0] if rows[len(ours) + 1] else 0) if foreseen[1] else None)
+            engine_node_ended(node, now, locked=sqlbatch.load(WorkflowJob, rows[0][0]) if rows[0] else None,
+                              taken=taken)
             return outcome.status
         if not workflow_ended:
             log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",

@@ -283,6 +283,34 @@ def test_suspend_holds_a_transition_and_resume_takes_it(tmp_path: Path) -> None:
     assert workflow.status == W.SUCCEEDED and nodes(workflow)["a"] == (N.OK, "b")
 
 
+def test_a_report_takes_an_ok_transition_and_counts_the_join_only_while_the_job_runs(tmp_path: Path) -> None:
+    """The worker's report stores the transition and the join's count in its batch; a suspended job holds both."""
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="a"/><path start="b"/><path start="c"/></fork>'
+        + celery("a", "examples.noop_any", ok="join") + celery("b", "examples.noop_any", ok="join")
+        + celery("c", "examples.noop_any", ok="join") + '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory)
+    claimed = {name: claim(f"{workflow.id}@{name}", 1, "w") for name in ("a", "b")}
+    assert all(claimed.values())
+    assert record(f"{workflow.id}@a", 1, Outcome(N.OK), claimed=claimed["a"]) == N.OK
+    assert nodes(workflow)["a"] == (N.OK, "join")
+    assert WorkflowNode.objects.get(workflow=workflow, name="join").arrivals == 1
+    assert request_control(workflow.id, "suspend", check=lambda _: None)
+    run_pending_commands()
+    assert record(f"{workflow.id}@b", 1, Outcome(N.OK), claimed=claimed["b"]) == N.OK
+    assert nodes(workflow)["b"] == (N.OK, "")  # held: no transition, no arrival
+    assert WorkflowNode.objects.get(workflow=workflow, name="join").arrivals == 1
+    assert request_control(workflow.id, "resume", check=lambda _: None)
+    run_pending_commands()
+    assert nodes(workflow)["b"] == (N.OK, "join")
+    assert WorkflowNode.objects.get(workflow=workflow, name="join").arrivals == 2
+    assert drive() == 1  # c
+    workflow.refresh_from_db()
+    join = WorkflowNode.objects.get(workflow=workflow, name="join")
+    assert (workflow.status, join.status, join.arrivals, join.transition) == (W.SUCCEEDED, N.OK, 3, "end")
+
+
 def test_suspend_on_nodes_stops_before_the_named_node(tmp_path: Path) -> None:
     """oozie.suspend.on.nodes=b: SUSPENDED with b queued, not run; resume runs it."""
     directory = app(tmp_path, celery("a", "examples.noop_any", ok="b") + celery("b", "examples.noop_any", ok="end"))
