@@ -153,10 +153,18 @@ def _new_rows(workflow: WorkflowJob) -> dict[str, WorkflowNode] | None:
 def _write_node(workflow: WorkflowJob, name: str, fields: dict[str, Any]) -> WorkflowNode:
     """Store node `name` of the job with `fields`: created, or its row (a rerun's, a path taken again) updated."""
     known = _new_rows(workflow)
-    if known is not None and name not in known:
+    if known is not None:
+        node = known.get(name)
+    else:
+        # Every writer of a job's nodes holds the job's row first (the callers here do): nobody can
+        # create this node meanwhile, so it is read and written without update_or_create's savepoints.
+        node = WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, name)).first()
+    if node is None:
         node = WorkflowNode.objects.create(id=_node_id(workflow, name), **fields)
     else:
-        node, _ = WorkflowNode.objects.update_or_create(id=_node_id(workflow, name), defaults=fields)
+        for attribute, value in fields.items():
+            setattr(node, attribute, value)
+        node.save(update_fields=list(fields))
     if known is not None:
         known[name] = node
     return node
