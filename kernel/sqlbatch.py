@@ -190,6 +190,12 @@ def plan_generically(sender: Any, connection: Any, **kwargs: Any) -> None:
 
 def columns(model: type[Model], alias: str) -> str:
     """The select list of every concrete column of `model` under `alias` (for `load`)."""
+    return _columns(model, alias, connection.vendor)
+
+
+@cache
+def _columns(model: type[Model], alias: str, vendor: str) -> str:
+    """`columns`, built once per model, alias and database kind (the hot paths ask on every run)."""
     return ", ".join(f"{alias}.{connection.ops.quote_name(str(field.column))}" for field in model._meta.concrete_fields)
 
 

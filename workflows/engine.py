@@ -568,7 +568,8 @@ def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[st
     """End the job: live nodes and sub-workflows killed, the parent told (caller's transaction, row locked)."""
     kill_nodes(workflow.id, now, reason=f"workflow {status}")
     children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow.id)
-                    .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True))
+                    .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True)
+                    ) if _starts_children(workflow) else []
     for child in children:
         kill_tree(child, now, reason=f"parent workflow {workflow.id} {status}")
     workflow.transition_to(status)
@@ -584,6 +585,12 @@ def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[st
         sub_workflow_ended(workflow, now)
     elif last is not None:
         parents.ended(workflow, last)
+
+
+def _starts_children(workflow: WorkflowJob) -> bool:
+    """Whether the job can have sub-workflows: only a sub-workflow node starts a child (`_start_sub_workflow`)."""
+    nodes = (workflow.definition or {}).get("nodes", ())
+    return any(node.get("action_type") == "sub-workflow" for node in nodes)
 
 
 def kill_tree(workflow_id: str, now: datetime, reason: str) -> None:
