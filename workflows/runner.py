@@ -6,7 +6,9 @@
 2. Run: the node's Celery task is called in this process while the heartbeat thread renews
    the lease; if this worker dies or stalls past the lease, recovery launches the node again.
 3. Record: the outcome, the workflow's end and the parent's report (a command) commit in one
-   transaction, conditional on still holding the attempt. Database errors are retried with
+   transaction, conditional on still holding the attempt: the node, its attempt and the time
+   this claim started it (a rerun numbers a node's attempts from 1 again, so a worker still
+   running the killed run's attempt must not end the rerun's). Database errors are retried with
    backoff; the broker is never involved, so a Redis outage cannot turn a finished task into
    a failure.
 """
@@ -262,7 +264,7 @@ END_NODE = (
     "UPDATE workflows_workflownode SET status = %(status)s, ended_at = %(now)s, lease_expires_at = NULL,"
     " error_code = %(error_code)s, error_message = %(error_message)s, history = {history}, data = {data},"
     " external_id = %(external_id)s, external_status = %(external_status)s"
-    " WHERE id = %(node)s AND attempt = %(attempt)s AND status = 'RUNNING'"
+    " WHERE id = %(node)s AND attempt = %(attempt)s AND status = 'RUNNING' AND started_at = %(started)s"
 )
 NODE_ENDED = (
     "EXISTS (SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND status = %(status)s AND ended_at = %(now)s)"
@@ -402,10 +404,10 @@ def _record_once(node_id: str, attempt: int, outcome: Outcome, capture: Capture 
         # takes (verbs, the DAG's transitions), so two of them never wait for each other.
         # A node's id is `<workflow id>@<name>`: the row is locked without reading the node first.
         list(WorkflowJob.objects.select_for_update().filter(pk=node_id.partition("@")[0]).values_list("id", flat=True))
-        node = (
-            WorkflowNode.objects.select_for_update(of=("self",)).select_related("workflow")
-            .filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING).first()
-        )
+        held = WorkflowNode.objects.filter(pk=node_id, attempt=attempt, status=NodeStatus.RUNNING)
+        if claimed is not None:  # this worker's own claim: the run it started, not a rerun's run of the same attempt
+            held = held.filter(started_at=claimed.started_at)
+        node = held.select_for_update(of=("self",)).select_related("workflow").first()
         if node is None:
             current = WorkflowNode.objects.filter(pk=node_id).values_list("status", "attempt").first()
             log.warning("node %s attempt %s: outcome %s discarded, the node is now %s", node_id, attempt,

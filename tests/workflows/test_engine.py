@@ -250,6 +250,28 @@ def test_rerun_from_failed_nodes_skips_what_succeeded(tmp_path: Path) -> None:
     assert nodes(workflow)["second"] == (N.OK, "end")
 
 
+def test_a_report_from_before_a_rerun_cannot_end_the_reruns_node(tmp_path: Path) -> None:
+    """A rerun starts its nodes at attempt 1 again: a worker still running the killed run's attempt 1 is fenced by its claim's start."""
+    directory = app(tmp_path, celery("a", "examples.noop_any", ok="end"))
+    workflow = submit(directory)
+    node_id = f"{workflow.id}@a"
+    stale = claim(node_id, 1, "w1")
+    assert stale is not None
+    assert request_control(workflow.id, "kill", check=lambda _: None)
+    run_pending_commands()
+    request_rerun(workflow.id, {}, check=lambda _: None)
+    run_pending_commands()
+    rerun_node = WorkflowNode.objects.get(pk=node_id)
+    assert (rerun_node.status, rerun_node.attempt) == (N.PREP, 1)  # the same (node, attempt) as the stale run
+    fresh = claim(node_id, 1, "w2")
+    assert fresh is not None and fresh.started_at != stale.started_at
+    assert record(node_id, 1, Outcome(N.ERROR, "E1", "from the killed run"), claimed=stale) == "fenced"
+    assert WorkflowNode.objects.get(pk=node_id).status == N.RUNNING
+    assert record(node_id, 1, Outcome(N.OK), claimed=fresh) == N.OK
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.run, nodes(workflow)["a"]) == (W.SUCCEEDED, 1, (N.OK, "end"))
+
+
 def test_rerun_refuses_what_cannot_be_skipped_and_changes_nothing(tmp_path: Path) -> None:
     """Skipping a node that did not succeed, or rerunning a running job: one-line errors, nothing queued."""
     directory = app(tmp_path, celery("only", "examples.fail_unless", str(tmp_path / "x"), ok="end"))
