@@ -165,7 +165,7 @@ class Command(BaseCommand):
         parser.add_argument("--large-bytes", type=int, default=2 * 1024**3,
                             help="batch-memory: bytes of the large object (default 2 GiB; a sparse file)")
         parser.add_argument("--history", type=int, default=5_000_000, help="scale: ended actions stored (with their runs)")
-        parser.add_argument("--trigger-jobs", type=int, default=500, help="scale: due jobs whose trigger latency is timed")
+        parser.add_argument("--trigger-jobs", type=int, default=500, help="scale: due jobs whose trigger latency is timed (0: not timed)")
         parser.add_argument("--width", type=int, default=10, help="workflow: actions in each workflow's fork")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -174,10 +174,11 @@ class Command(BaseCommand):
         if runner is None:
             raise CommandError(f"unknown benchmark {options['name']!r}; choose from {sorted(BENCHMARKS)}")
         for name in ("commands", "keys", "workers", "samples", "actions", "jobs", "minutes", "list_jobs", "job_actions", "repeat",
-                     "coordinators", "objects", "width", "small_actions", "object_bytes", "large_bytes", "history",
-                     "trigger_jobs"):
+                     "coordinators", "objects", "width", "small_actions", "object_bytes", "large_bytes", "history"):
             if options.get(name) is not None and options[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
+        if options.get("trigger_jobs") is not None and options["trigger_jobs"] < 0:
+            raise CommandError("--trigger-jobs must be 0 (the trigger is not timed) or more")
 
         if options["name"] not in NO_DATABASE:
             check_database()
