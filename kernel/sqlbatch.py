@@ -199,6 +199,25 @@ def _columns(model: type[Model], alias: str, vendor: str) -> str:
     return ", ".join(f"{alias}.{connection.ops.quote_name(str(field.column))}" for field in model._meta.concrete_fields)
 
 
+def insert_select(model: type[Model], values: Mapping[str, Any], where: str, returning: str = "") -> tuple[str, dict[str, Any]]:
+    """An `INSERT ... SELECT ... WHERE where` of one `model` row: its statement and the parameters to add to the batch's.
+
+    `values` by field name; every other column takes the field's default, so a column added to
+    the model later is filled as the ORM would fill it. Values are prepared as the ORM saves
+    them (JSON, datetimes), each a parameter named `_row_<column>`.
+    """
+    names, params = [], {}
+    for field in model._meta.concrete_fields:
+        value = values[field.name] if field.name in values else values.get(field.attname, field.get_default())
+        key = f"_row_{field.column}"
+        names.append(connection.ops.quote_name(str(field.column)))
+        params[key] = field.get_db_prep_save(value, connection)
+    table = connection.ops.quote_name(model._meta.db_table)
+    select = ", ".join(f"%({key})s" for key in params)
+    statement = f"INSERT INTO {table} ({', '.join(names)}) SELECT {select} WHERE {where}"  # noqa: S608 - names from the model
+    return statement + (f" RETURNING {returning}" if returning else ""), params
+
+
 def load(model: type[M], values: Sequence[Any]) -> M:
     """An instance of `model` from a row of `columns(model, ...)`, its values converted as the ORM converts them."""
     converters = _converters(model, connection.vendor)

@@ -257,11 +257,20 @@ def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, tran
              status: str = NodeStatus.OK, arrivals: int = 0, error: tuple[str, str] = ("", "")) -> WorkflowNode:
     """Record a control node (created, or reset on a rerun) as it was passed."""
     return _write_node(workflow, name, {
-        "workflow": workflow, "name": name, "type": CONTROL_TYPES[kind], "task_name": "", "queue": "",
+        "workflow": workflow,
+        **control_fields(workflow, name, kind, now, transition=transition, status=status, arrivals=arrivals, error=error),
+    })
+
+
+def control_fields(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, transition: str = "",
+                   status: str = NodeStatus.OK, arrivals: int = 0, error: tuple[str, str] = ("", "")) -> dict[str, Any]:
+    """A control node's fields as it is passed (`_control`; the worker's report creates a join's row with them)."""
+    return {
+        "name": name, "type": CONTROL_TYPES[kind], "task_name": "", "queue": "",
         "status": status, "transition": transition, "started_at": now,
         "ended_at": now if status in NODE_TERMINAL else None, "arrivals": arrivals,
         "error_code": error[0], "error_message": error[1],
-    })
+    }
 
 
 def enter(workflow: WorkflowJob, name: str, now: datetime) -> None:
@@ -343,9 +352,9 @@ def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef
         # count (no status change, so no history line). Nothing matched: the path is the first
         # (no row, or one a path taken again left ended).
         counted = arrived if arrived is not None else _count_arrival(_node_id(workflow, node.name), now)
+        if 0 < counted < expected:
+            return []  # stored: a waiting join counted it, or the caller's batch created the join with it
         arrivals = counted or 1
-        if 1 < arrivals < expected:
-            return []
     if arrivals < expected:
         _control(workflow, node.name, "join", now, status=NodeStatus.RUNNING, arrivals=arrivals)
         return []

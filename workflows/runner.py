@@ -37,7 +37,7 @@ from kernel.secrets import masker
 from workflows import notifications, parents
 from workflows.actions import ActionContext, execute
 from workflows.choices import WORKFLOW_OF_NODE, NodeStatus, WorkflowStatus
-from workflows.engine import foreseen_transition
+from workflows.engine import control_fields, foreseen_transition
 from workflows.engine import node_ended as engine_node_ended
 from workflows.launch import relaunch
 from workflows.leases import NODE_LEASE
@@ -307,6 +307,22 @@ ARRIVE_AT_JOIN = (
 )
 
 
+def _first_arrival(workflow: WorkflowJob, join: str, now: Any) -> tuple[str, dict[str, Any]]:
+    """The statement creating the join as its first arrival does (RUNNING, one arrival), and its parameters.
+
+    It acts only if the join has no row at all (a join ended by an earlier pass keeps its row:
+    the engine resets it) and the transition to it was stored by this report. The job's row is
+    locked: no other writer can create the join meanwhile.
+    """
+    return sqlbatch.insert_select(
+        WorkflowNode, {**control_fields(workflow, join, "join", now, status=NodeStatus.RUNNING, arrivals=1),
+                       "id": f"{workflow.id}@{join}", "workflow_id": workflow.id},
+        "NOT EXISTS (SELECT 1 FROM workflows_workflownode WHERE id = %(join)s) AND EXISTS ("
+        "SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND transition = %(target)s AND ended_at = %(now)s)",
+        returning="arrivals",
+    )
+
+
 def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, now: Any) -> str | None:
     """A claimed node's end as `_record_once` writes it, in one batch; None where that path must decide.
 
@@ -358,7 +374,11 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
     taking: list[str] = []
     if foreseen is not None:
         params["target"], params["join"] = foreseen[0], f"{workflow.id}@{foreseen[0]}"
-        taking = [TAKE_TRANSITION, *((ARRIVE_AT_JOIN,) if foreseen[1] else ())]
+        taking = [TAKE_TRANSITION]
+        if foreseen[1]:
+            first, row = _first_arrival(workflow, foreseen[0], now)
+            params.update(row)
+            taking += [ARRIVE_AT_JOIN, first]
     with transaction.atomic():
         rows = sqlbatch.run([*ours, *taking, *(statement for statements, _ in parent_statements for statement in statements)],
                             params)
@@ -374,7 +394,9 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
             # it, minus what the batch already stored.
             taken = None
             if foreseen is not None and rows[len(ours)]:
-                taken = (foreseen[0], (rows[len(ours) + 1][0][0] if rows[len(ours) + 1] else 0) if foreseen[1] else None)
+                # The join's count: a waiting join counted, or the join created by this first arrival (0: neither).
+                counted = [found[0][0] for found in rows[len(ours) + 1:len(ours) + 3] if found]
+                taken = (foreseen[0], (counted[0] if counted else 0) if foreseen[1] else None)
             engine_node_ended(node, now, locked=sqlbatch.load(WorkflowJob, rows[0][0]) if rows[0] else None,
                               taken=taken)
             return outcome.status

@@ -187,6 +187,26 @@ def test_load_reads_a_row_as_the_orm_reads_it() -> None:
     assert StatusRecord.objects.filter(object_id=loaded.id, from_status="PREP", to_status="RUNNING").exists()
 
 
+def test_insert_select_writes_a_row_as_the_orm_would_and_only_when_its_condition_holds() -> None:
+    """Given values (JSON, times, a foreign key by its column) and the model's defaults for the rest; a false WHERE writes nothing."""
+    workflow = WorkflowJob.objects.create(
+        id="0000003-261127000000000-W", app_name="a", app_path="task:examples.noop", status="RUNNING",
+        created_at=AT, started_at=AT,
+    )
+    values = {"workflow_id": workflow.id, "name": "j", "type": ":JOIN:", "status": "RUNNING", "started_at": AT,
+              "arrivals": 1, "spec": {"a": [1]}}
+    absent = "NOT EXISTS (SELECT 1 FROM workflows_workflownode WHERE id = %(wanted)s)"
+    statement, params = sqlbatch.insert_select(WorkflowNode, {**values, "id": f"{workflow.id}@j"}, absent,
+                                               returning="arrivals")
+    assert sqlbatch.run([statement], {**params, "wanted": f"{workflow.id}@j"}) == [[(1,)]]
+    assert sqlbatch.run([statement], {**params, "wanted": f"{workflow.id}@j"}) == [[]]  # there now: nothing
+    orm = WorkflowNode.objects.create(id=f"{workflow.id}@k", workflow=workflow, name="j", type=":JOIN:",
+                                      status="RUNNING", started_at=AT, arrivals=1, spec={"a": [1]})
+    written = WorkflowNode.objects.get(pk=f"{workflow.id}@j")
+    fields = [field.attname for field in WorkflowNode._meta.concrete_fields if field.attname != "id"]
+    assert [getattr(written, name) for name in fields] == [getattr(orm, name) for name in fields]
+
+
 def test_update_many_writes_each_row_its_own_values() -> None:
     """One UPDATE for many rows: JSON, times, NULLs and numbers each land in their row, other rows and fields untouched."""
     workflow = WorkflowJob.objects.create(
