@@ -87,16 +87,19 @@ def test_the_join_passes_once_when_one_path_arrives_before_the_other_starts(tmp_
     assert (join.status, join.arrivals, workflow.status) == (N.OK, 2, W.SUCCEEDED)
 
 
+def _three_way_fork(tmp_path: Path) -> Path:
+    """An application forking into three no-op actions a, b and c that meet at `join`, then end."""
+    return app(tmp_path, (
+        '<fork name="fork"><path start="a"/><path start="b"/><path start="c"/></fork>'
+        + "".join(celery(name, "examples.noop_any", ok="join") for name in "abc") + '<join name="join" to="end"/>'
+    ), start="fork")
+
+
 def test_a_three_way_join_counts_each_arrival_and_passes_on_the_last(tmp_path: Path) -> None:
     """Arrivals after the first at a waiting join only count (no history line); the third passes."""
     from kernel.models import StatusRecord  # noqa: PLC0415 - the history the join writes
 
-    directory = app(tmp_path, (
-        '<fork name="fork"><path start="a"/><path start="b"/><path start="c"/></fork>'
-        + celery("a", "examples.noop_any", ok="join") + celery("b", "examples.noop_any", ok="join")
-        + celery("c", "examples.noop_any", ok="join") + '<join name="join" to="end"/>'
-    ), start="fork")
-    workflow = submit(directory)
+    workflow = submit(_three_way_fork(tmp_path))
     for name, expected in (("a", 1), ("b", 2)):
         node = WorkflowNode.objects.get(workflow=workflow, name=name)
         run_node(node.pk, node.attempt, "test")
@@ -307,12 +310,7 @@ def test_suspend_holds_a_transition_and_resume_takes_it(tmp_path: Path) -> None:
 
 def test_a_report_takes_an_ok_transition_and_counts_the_join_only_while_the_job_runs(tmp_path: Path) -> None:
     """The worker's report stores the transition and the join's count in its batch; a suspended job holds both."""
-    directory = app(tmp_path, (
-        '<fork name="fork"><path start="a"/><path start="b"/><path start="c"/></fork>'
-        + celery("a", "examples.noop_any", ok="join") + celery("b", "examples.noop_any", ok="join")
-        + celery("c", "examples.noop_any", ok="join") + '<join name="join" to="end"/>'
-    ), start="fork")
-    workflow = submit(directory)
+    workflow = submit(_three_way_fork(tmp_path))
     claimed = {name: claim(f"{workflow.id}@{name}", 1, "w") for name in ("a", "b")}
     assert all(claimed.values())
     assert record(f"{workflow.id}@a", 1, Outcome(N.OK), claimed=claimed["a"]) == N.OK
