@@ -202,7 +202,8 @@ def _columns(model: type[Model], alias: str, vendor: str) -> str:
 def insert_select(model: type[Model], values: Mapping[str, Any], where: str, returning: str = "") -> tuple[str, dict[str, Any]]:
     """An `INSERT ... SELECT ... WHERE where` of one `model` row: its statement and the parameters to add to the batch's.
 
-    `values` by field name; every other column takes the field's default, so a column added to
+    `values` by field name (a foreign key by its column's name, `workflow_id`, its value the
+    key); every other column takes the field's default, so a column added to
     the model later is filled as the ORM would fill it. Values are prepared as the ORM saves
     them (JSON, datetimes), each a parameter named `_row_<column>`.
     """

@@ -258,11 +258,11 @@ def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, tran
     """Record a control node (created, or reset on a rerun) as it was passed."""
     return _write_node(workflow, name, {
         "workflow": workflow,
-        **control_fields(workflow, name, kind, now, transition=transition, status=status, arrivals=arrivals, error=error),
+        **control_fields(name, kind, now, transition=transition, status=status, arrivals=arrivals, error=error),
     })
 
 
-def control_fields(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, transition: str = "",
+def control_fields(name: str, kind: str, now: datetime, *, transition: str = "",
                    status: str = NodeStatus.OK, arrivals: int = 0, error: tuple[str, str] = ("", "")) -> dict[str, Any]:
     """A control node's fields as it is passed (`_control`; the worker's report creates a join's row with them)."""
     return {
@@ -283,7 +283,8 @@ def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now
     """Execute node `name` and what it leads to: control nodes at once, action nodes by sending them to a worker.
 
     A loop, not recursion: a chain of 2,000 decisions is walked without growing the stack.
-    `arrived`: `name` is a join whose count the caller already raised to this (0: none waited).
+    `arrived`: `name` is a join the caller already counted this path at, with the count it
+    now has (0: the caller counted nothing, as when the join was left ended by an earlier pass).
     """
     pending = [name]
     # Until another path ends the job; a suspend on a node (spec 20) still enters the other
@@ -505,8 +506,8 @@ def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None 
 
     `locked`: the workflow row as the caller read it while locking it (the worker's report reads
     it in its batch); else it is locked and read here. `taken`: the transition the caller
-    already stored for it (`foreseen_transition`), with the count its join now has (0: no join
-    was waiting; None: the target is no join).
+    already stored for it (`foreseen_transition`), with the count its join now has after the
+    caller counted or created it (0: neither; None: the target is no join).
     """
     workflow = locked if locked is not None else WorkflowJob.objects.select_for_update().get(pk=node.workflow_id)
     node.workflow = workflow

@@ -315,7 +315,7 @@ def _first_arrival(workflow: WorkflowJob, join: str, now: Any) -> tuple[str, dic
     locked: no other writer can create the join meanwhile.
     """
     return sqlbatch.insert_select(
-        WorkflowNode, {**control_fields(workflow, join, "join", now, status=NodeStatus.RUNNING, arrivals=1),
+        WorkflowNode, {**control_fields(join, "join", now, status=NodeStatus.RUNNING, arrivals=1),
                        "id": f"{workflow.id}@{join}", "workflow_id": workflow.id},
         "NOT EXISTS (SELECT 1 FROM workflows_workflownode WHERE id = %(join)s) AND EXISTS ("
         "SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND transition = %(target)s AND ended_at = %(now)s)",
