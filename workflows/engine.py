@@ -22,7 +22,7 @@ import posixpath
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -133,15 +133,17 @@ def start_job(workflow: WorkflowJob, now: datetime) -> None:
 def start_new_job(workflow: WorkflowJob, now: datetime) -> None:
     """`start_job` for a job this transaction just stored: it has no node rows yet, so none is looked for.
 
-    Its nodes are written as plain INSERTs and read back from memory (`_new_rows`) instead of
-    update_or_create's savepoints, locking read and insert, and the reads of an earlier run
-    (there is none) a rerun needs: an application's start costs a statement per node entered.
+    Its nodes are kept in memory (`_new_rows`) and inserted together when the start ends
+    (`_flush`), instead of a locking read and a write per node and the reads of an earlier run
+    (there is none) a rerun needs: an application's start costs the same few statements
+    however many nodes it enters.
     """
-    workflow._new_rows = {}  # type: ignore[attr-defined]
+    workflow._new_rows, workflow._unsaved = {}, []  # type: ignore[attr-defined]
     try:
         start_job(workflow, now)
+        _flush(workflow)
     finally:
-        workflow._new_rows = None  # type: ignore[attr-defined]
+        workflow._new_rows = workflow._unsaved = None  # type: ignore[attr-defined]
 
 
 def _new_rows(workflow: WorkflowJob) -> dict[str, WorkflowNode] | None:
@@ -150,11 +152,33 @@ def _new_rows(workflow: WorkflowJob) -> dict[str, WorkflowNode] | None:
     return rows
 
 
+def _flush(workflow: WorkflowJob) -> None:
+    """Insert the new rows `start_new_job` holds back, in one statement: before anything reads or updates them.
+
+    A job's start writes its nodes (`:start:`, a fork, its actions) as one multi-row INSERT at
+    its end instead of one each; whatever reads the job's nodes from the database, ends the job
+    or updates a row it wrote (a path taken again) stores them first.
+    """
+    unsaved: list[WorkflowNode] | None = getattr(workflow, "_unsaved", None)
+    if not unsaved:
+        return
+    WorkflowNode.objects.bulk_create(unsaved)
+    for node in unsaved:
+        node.status_stored()  # as `create` leaves it: a later save records a status change
+    unsaved.clear()
+
+
 def _write_node(workflow: WorkflowJob, name: str, fields: dict[str, Any]) -> WorkflowNode:
     """Store node `name` of the job with `fields`: created, or its row (a rerun's, a path taken again) updated."""
     known = _new_rows(workflow)
     if known is not None:
         node = known.get(name)
+        if node is None:  # held back for the start's one INSERT (`_flush`)
+            node = WorkflowNode(id=_node_id(workflow, name), **fields)
+            workflow._unsaved.append(node)  # type: ignore[attr-defined]
+            known[name] = node
+            return node
+        _flush(workflow)  # a row written again: stored first, then updated (its status change recorded)
     else:
         # Every writer of a job's nodes holds the job's row first (the callers here do): nobody can
         # create this node meanwhile, so it is read and written without update_or_create's savepoints.
@@ -197,6 +221,7 @@ class _NodeStates(Mapping[str, Any]):
 
     def _states(self) -> dict[str, Any]:
         if self._loaded is None:
+            _flush(self._workflow)
             self._loaded = {
                 n.name: NodeState(
                     transition=n.transition, error_code=n.error_code, error_message=n.error_message,
@@ -256,10 +281,20 @@ def _node_id(workflow: WorkflowJob, name: str) -> str:
 def _control(workflow: WorkflowJob, name: str, kind: str, now: datetime, *, transition: str = "",
              status: str = NodeStatus.OK, arrivals: int = 0, error: tuple[str, str] = ("", "")) -> WorkflowNode:
     """Record a control node (created, or reset on a rerun) as it was passed."""
-    return _write_node(workflow, name, {
-        "workflow": workflow,
-        **control_fields(name, kind, now, transition=transition, status=status, arrivals=arrivals, error=error),
-    })
+    fields = control_fields(name, kind, now, transition=transition, status=status, arrivals=arrivals, error=error)
+    if kind in _PASSED_AT_ONCE and status == NodeStatus.OK and _new_rows(workflow) is None:
+        # Its row, if a rerun or a path taken again left one, was OK too (nothing else writes these
+        # nodes, nothing kills them: they never run): no status change to record, so it is
+        # created or overwritten in one statement (INSERT ... ON CONFLICT) instead of read first.
+        node = WorkflowNode(id=_node_id(workflow, name), workflow=workflow, **fields)
+        WorkflowNode.objects.bulk_create([node], update_conflicts=True, unique_fields=["id"], update_fields=list(fields))
+        node.status_stored()
+        return node
+    return _write_node(workflow, name, {"workflow": workflow, **fields})
+
+
+#: The control nodes that are passed the moment they are entered, always OK (a join waits, `:start:` may fail).
+_PASSED_AT_ONCE = frozenset({"end", "kill", "decision", "fork"})
 
 
 def control_fields(name: str, kind: str, now: datetime, *, transition: str = "",
@@ -279,24 +314,25 @@ def enter(workflow: WorkflowJob, name: str, now: datetime) -> None:
 
 
 def _enter(workflow: WorkflowJob, definition: WorkflowDefinition, name: str, now: datetime, *,
-           arrived: int | None = None) -> None:
+           arrived: int | None = None, passed: bool = False) -> None:
     """Execute node `name` and what it leads to: control nodes at once, action nodes by sending them to a worker.
 
     A loop, not recursion: a chain of 2,000 decisions is walked without growing the stack.
     `arrived`: `name` is a join the caller already counted this path at, with the count it
-    now has (0: the caller counted nothing, as when the join was left ended by an earlier pass).
+    now has (0: the caller counted nothing, as when the join was left ended by an earlier pass);
+    `passed`: that count was the last path's and the caller stored the join's pass too.
     """
     pending = [name]
     # Until another path ends the job; a suspend on a node (spec 20) still enters the other
     # paths of a fork: their actions wait, queued, for the resume.
     while pending and workflow.status in (WorkflowStatus.RUNNING, WorkflowStatus.SUSPENDED):
         current = pending.pop(0)
-        pending.extend(_step(workflow, definition, definition.nodes[current], now, arrived=arrived))
-        arrived = None
+        pending.extend(_step(workflow, definition, definition.nodes[current], now, arrived=arrived, passed=passed))
+        arrived, passed = None, False
 
 
 def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime, *,
-          arrived: int | None = None) -> list[str]:
+          arrived: int | None = None, passed: bool = False) -> list[str]:
     """Execute one node; the nodes to enter next (`arrived`: see `_enter`)."""
     name = node.name
     try:
@@ -317,7 +353,7 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
             _control(workflow, name, "fork", now, transition=",".join(node.to))
             return list(node.to)
         elif node.kind == "join":
-            return _arrive(workflow, definition, node, now, arrived)
+            return _arrive(workflow, definition, node, now, arrived, passed=passed)
         else:
             return _enter_action(workflow, definition, node, now)
     except Exception as exc:  # an EL error (a decision, a kill message, an action's spec): the job FAILS
@@ -329,6 +365,7 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
         code = "EL_ERROR" if type(exc).__module__.startswith("oozie.el") else type(exc).__name__[:64]
         if node.kind == "action":
             row = _reset_action(workflow, node, now, status=NodeStatus.FAILED)
+            _flush(workflow)
             row.error_code, row.error_message, row.ended_at = code, str(exc)[:4000], now
             row.save(update_fields=["error_code", "error_message", "ended_at"])
         finish(workflow, WorkflowStatus.FAILED, now, error=(code, f"node {name}: {exc}"))
@@ -336,15 +373,17 @@ def _step(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, 
 
 
 def _arrive(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime,
-            arrived: int | None = None) -> list[str]:
-    """One fork path reached the join: count it; the last one passes through (`arrived`: counted already)."""
-    fork = next((f for f, j in definition.forks.items() if j == node.name), None)
-    expected = len(definition.nodes[fork].to) if fork else 1
+            arrived: int | None = None, *, passed: bool = False) -> list[str]:
+    """One fork path reached the join: count it; the last one passes through (`arrived`, `passed`: see `_enter`)."""
+    if passed:
+        return [node.to[0]]  # the caller counted the last path and stored the pass
+    expected = _join_paths(definition, node.name)
     known = _new_rows(workflow)
     if known is not None:  # a job being started: nobody else sees its rows
         row = known.get(node.name)
         arrivals = 1 if row is None or row.status in NODE_TERMINAL else row.arrivals + 1
         if row is not None and row.status == NodeStatus.RUNNING and arrivals < expected:
+            _flush(workflow)
             WorkflowNode.objects.filter(pk=row.pk).update(arrivals=arrivals, started_at=now)
             row.arrivals, row.started_at = arrivals, now
             return []
@@ -390,6 +429,7 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
         # A rerun skips what ran well (spec 10): the node keeps its run and its transition is taken again.
         log.info("workflow %s: node %s skipped (rerun)", workflow.id, node.name)
         existing.transition = node.to[0]
+        _flush(workflow)
         existing.save(update_fields=["transition"])
         return [node.to[0]]
     suspend_on = {n.strip() for n in str(workflow.configuration.get(SUSPEND_ON_NODES, "")).split(",") if n.strip()}
@@ -444,7 +484,8 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
     """Start the child job of a sub-workflow node; the node runs until the child ends (its end ends it)."""
     # The child's end (at once, or a failed submission) takes this node's transition on a job
     # read again from the database: the rows of a job being started are read from there too.
-    workflow._new_rows = None  # type: ignore[attr-defined]
+    _flush(workflow)
+    workflow._new_rows = workflow._unsaved = None  # type: ignore[attr-defined]
     row = _reset_action(workflow, node, now, status=NodeStatus.RUNNING)
     row.started_at = now
     depth, parent = 0, workflow
@@ -483,12 +524,21 @@ def _start_sub_workflow(workflow: WorkflowJob, node: NodeDef, now: datetime) -> 
 # ---- a node ended ------------------------------------------------------------------------------
 
 
-def foreseen_transition(workflow: WorkflowJob, name: str, status: str) -> tuple[str, bool] | None:
-    """The transition node `name` takes if it ends `status` while its workflow runs: its target and whether that is a join.
+class Foreseen(NamedTuple):
+    """What an OK node's end leads to (`foreseen_transition`): its target and, if that is a join, the join's paths and exit."""
+
+    target: str
+    join_paths: int  # the paths the join waits for; 0: the target is no join
+    join_to: str  # where the join goes once every path arrived
+
+
+def foreseen_transition(workflow: WorkflowJob, name: str, status: str) -> Foreseen | None:
+    """The transition node `name` takes if it ends `status` while its workflow runs.
 
     Only an OK end is foreseen (an ERROR may be retried, a FAILED ends the job): the worker's
-    report stores it, and counts the arrival at the join, in the batch that ends the node, each
-    only while the workflow runs (`node_ended`'s `taken`). None: the engine decides, as always.
+    report stores it, counts the arrival at the join and passes a join the last path reached,
+    in the batch that ends the node, each only while the workflow runs (`node_ended`'s
+    `taken`). None: the engine decides, as always.
     """
     if status != NodeStatus.OK or not workflow.definition:
         return None
@@ -497,17 +547,26 @@ def foreseen_transition(workflow: WorkflowJob, name: str, status: str) -> tuple[
     if spec is None or spec.kind != "action" or not spec.to:
         return None
     target = definition.nodes.get(spec.to[0])
-    return spec.to[0], target is not None and target.kind == "join"
+    if target is None or target.kind != "join":
+        return Foreseen(spec.to[0], 0, "")
+    return Foreseen(spec.to[0], _join_paths(definition, target.name), target.to[0])
+
+
+def _join_paths(definition: WorkflowDefinition, join: str) -> int:
+    """How many paths join `join` waits for: its fork's."""
+    fork = next((f for f, j in definition.forks.items() if j == join), None)
+    return len(definition.nodes[fork].to) if fork else 1
 
 
 def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None = None,
-               taken: tuple[str, int | None] | None = None) -> None:
+               taken: tuple[str, int | None] | None = None, passed: bool = False) -> None:
     """Take the ended node's transition (caller's transaction; the node row is locked and saved).
 
     `locked`: the workflow row as the caller read it while locking it (the worker's report reads
     it in its batch); else it is locked and read here. `taken`: the transition the caller
     already stored for it (`foreseen_transition`), with the count its join now has after the
-    caller counted or created it (0: neither; None: the target is no join).
+    caller counted or created it (0: neither; None: the target is no join); `passed`: that was
+    the join's last path and the caller stored its pass (OK, its transition, its history line).
     """
     workflow = locked if locked is not None else WorkflowJob.objects.select_for_update().get(pk=node.workflow_id)
     node.workflow = workflow
@@ -536,8 +595,9 @@ def node_ended(node: WorkflowNode, now: datetime, *, locked: WorkflowJob | None 
         arrived = taken[1]
     else:
         node.save(update_fields=["transition"])
+        passed = False
     notifications.node_changed(workflow, node.name, transition=target)
-    _enter(workflow, definition, target, now, arrived=arrived)
+    _enter(workflow, definition, target, now, arrived=arrived, passed=passed)
 
 
 def _user_retry(node: WorkflowNode, spec: NodeDef, now: datetime) -> None:
@@ -576,6 +636,7 @@ def due_user_retries(now: datetime, limit: int = 500) -> int:
 
 def finish(workflow: WorkflowJob, status: str, now: datetime, *, error: tuple[str, str] = ("", "")) -> None:
     """End the job: live nodes and sub-workflows killed, the parent told (caller's transaction, row locked)."""
+    _flush(workflow)
     kill_nodes(workflow.id, now, reason=f"workflow {status}")
     children = list(WorkflowJob.objects.filter(parent_workflow_id=workflow.id)
                     .exclude(status__in=sorted(WORKFLOW_TERMINAL)).values_list("id", flat=True)

@@ -152,7 +152,7 @@ class WorkflowNode(RecordsStatus):
     history = models.JSONField(default=list, help_text="one entry per attempt: worker, times, outcome")
     # Nodes of workflow applications.
     spec = models.JSONField(default=dict, blank=True, help_text="the action as launched (its EL evaluated)")
-    transition = models.CharField(max_length=100, blank=True, help_text="the node it led to")
+    transition = models.TextField(blank=True, help_text="the node it led to (a fork: every path, comma-separated)")
     data = models.JSONField(default=dict, blank=True, help_text="captured output (wf:actionData)")
     external_id = models.CharField(max_length=255, blank=True)
     external_status = models.CharField(max_length=64, blank=True)

@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from celery import current_app as app  # project.celery's app, set up by this process
+from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
@@ -153,17 +154,23 @@ def claim(node_id: str, attempt: int, worker: str) -> WorkflowNode | None:
         "lease": now + timedelta(seconds=lease_seconds()), "by": current_actor()[:200],
         "reason": f"attempt {attempt} on {worker}",
     }
+    user = get_user_model()
     read = (
-        f"SELECT {parents.CLAIMED}, {sqlbatch.columns(WorkflowNode, 'n')}, {sqlbatch.columns(WorkflowJob, 'w')}"  # noqa: S608 - constant SQL
-        " FROM workflows_workflownode n JOIN workflows_workflowjob w ON w.id = n.workflow_id WHERE n.id = %(node)s"
+        f"SELECT {parents.CLAIMED}, {sqlbatch.columns(WorkflowNode, 'n')}, {sqlbatch.columns(WorkflowJob, 'w')},"  # noqa: S608 - constant SQL
+        f" {sqlbatch.columns(user, 'u')} FROM workflows_workflownode n JOIN workflows_workflowjob w ON w.id = n.workflow_id"
+        f" LEFT JOIN {connection.ops.quote_name(user._meta.db_table)} u ON u.{connection.ops.quote_name(str(user._meta.pk.column))}"
+        " = w.owner_id WHERE n.id = %(node)s"
     )
     rows = sqlbatch.run([CLAIM, CLAIM_RECORD, *parents.start_statements(), read], params)[-1]
     taken = bool(rows and rows[0][0])
     node = None
     if rows:
-        width = len(WorkflowNode._meta.concrete_fields)
+        # The node, its workflow and the workflow's owner (the action runs as its user): nothing read again.
+        width, job = len(WorkflowNode._meta.concrete_fields), len(WorkflowJob._meta.concrete_fields)
         node = sqlbatch.load(WorkflowNode, rows[0][1:1 + width])
-        node.workflow = sqlbatch.load(WorkflowJob, rows[0][1 + width:])
+        node.workflow = sqlbatch.load(WorkflowJob, rows[0][1 + width:1 + width + job])
+        if node.workflow.owner_id is not None:
+            node.workflow.owner = sqlbatch.load(user, rows[0][1 + width + job:])
     if not taken:
         if node is not None and _owner_died_here(node, attempt, worker, now):
             return None
@@ -298,12 +305,25 @@ TAKE_TRANSITION = (
     " WHERE id = %(node)s AND status = %(status)s AND ended_at = %(now)s AND EXISTS ("
     "SELECT 1 FROM workflows_workflowjob WHERE id = %(workflow)s AND status = 'RUNNING') RETURNING id"
 )
-#: Its arrival at the join it leads to, if that join waits (RUNNING): the new count.
+#: Its arrival at the join it leads to, if that join waits (RUNNING): the new count, and the join
+#: passed (OK, its transition taken) when this was the last of its paths. SET's right-hand sides
+#: read the row as it was.
 ARRIVE_AT_JOIN = (
-    "UPDATE workflows_workflownode SET arrivals = arrivals + 1, started_at = %(now)s"
+    "UPDATE workflows_workflownode SET arrivals = arrivals + 1, started_at = %(now)s,"
+    " status = CASE WHEN arrivals + 1 >= %(paths)s THEN 'OK' ELSE status END,"
+    " transition = CASE WHEN arrivals + 1 >= %(paths)s THEN %(join_to)s ELSE transition END,"
+    " ended_at = CASE WHEN arrivals + 1 >= %(paths)s THEN %(now)s ELSE ended_at END"
     " WHERE id = %(join)s AND status = 'RUNNING' AND EXISTS ("
     "SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND transition = %(target)s AND ended_at = %(now)s)"
-    " RETURNING arrivals"
+    " RETURNING arrivals, status"
+)
+#: The pass's line in the status history, written only if this report's arrival passed the join.
+JOIN_PASSED_RECORD = (
+    "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"
+    " SELECT 'node', %(join)s, %(workflow)s, 'RUNNING', 'OK', %(now)s, %(by)s, '' WHERE EXISTS ("
+    "SELECT 1 FROM workflows_workflownode WHERE id = %(join)s AND status = 'OK' AND ended_at = %(now)s"
+    " AND transition = %(join_to)s) AND EXISTS ("
+    "SELECT 1 FROM workflows_workflownode WHERE id = %(node)s AND transition = %(target)s AND ended_at = %(now)s)"
 )
 
 
@@ -373,12 +393,12 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
     foreseen = None if one_node else foreseen_transition(workflow, node.name, outcome.status)
     taking: list[str] = []
     if foreseen is not None:
-        params["target"], params["join"] = foreseen[0], f"{workflow.id}@{foreseen[0]}"
+        params["target"], params["join"] = foreseen.target, f"{workflow.id}@{foreseen.target}"
         taking = [TAKE_TRANSITION]
-        if foreseen[1]:
-            first, row = _first_arrival(workflow, foreseen[0], now)
-            params.update(row)
-            taking += [ARRIVE_AT_JOIN, first]
+        if foreseen.join_paths:
+            first, row = _first_arrival(workflow, foreseen.target, now)
+            params.update(row, paths=foreseen.join_paths, join_to=foreseen.join_to)
+            taking += [ARRIVE_AT_JOIN, JOIN_PASSED_RECORD, first]
     with transaction.atomic():
         rows = sqlbatch.run([*ours, *taking, *(statement for statements, _ in parent_statements for statement in statements)],
                             params)
@@ -392,13 +412,20 @@ def _record_fast(node: WorkflowNode, outcome: Outcome, capture: Capture | None, 
         if not one_node:
             # The workflow row as the batch locked and read it: the node's transition, as `end_node` takes
             # it, minus what the batch already stored.
-            taken = None
+            taken: tuple[str, int | None] | None = None
+            passed = False
             if foreseen is not None and rows[len(ours)]:
-                # The join's count: a waiting join counted, or the join created by this first arrival (0: neither).
-                counted = [found[0][0] for found in rows[len(ours) + 1:len(ours) + 3] if found]
-                taken = (foreseen[0], (counted[0] if counted else 0) if foreseen[1] else None)
-            engine_node_ended(node, now, locked=sqlbatch.load(WorkflowJob, rows[0][0]) if rows[0] else None,
-                              taken=taken)
+                # The join's count: a waiting join counted (passed by its last path), or the join created
+                # by this first arrival (0: neither).
+                taken = (foreseen.target, None)
+                if foreseen.join_paths:
+                    arrival, created = rows[len(ours) + 1], rows[len(ours) + 3]
+                    taken = (foreseen.target, (arrival or created)[0][0] if arrival or created else 0)
+                    passed = bool(arrival) and arrival[0][1] == NodeStatus.OK
+            locked = sqlbatch.load(WorkflowJob, rows[0][0]) if rows[0] else None
+            if locked is not None and locked.owner_id == workflow.owner_id and WorkflowJob.owner.is_cached(workflow):
+                locked.owner = workflow.owner  # as the claim read it
+            engine_node_ended(node, now, locked=locked, taken=taken, passed=passed)
             return outcome.status
         if not workflow_ended:
             log.info("node %s ended %s while workflow %s is SUSPENDED; its end waits for resume",

@@ -117,10 +117,48 @@ def test_a_three_way_join_counts_each_arrival_and_passes_on_the_last(tmp_path: P
     assert history == [N.OK]  # the pass; counting arrivals writes no line
 
 
-def test_starting_a_new_job_writes_each_node_once_without_looking_for_earlier_rows(
-        tmp_path: Path, django_assert_max_num_queries: Any) -> None:
-    """A new job's start: one INSERT per node entered, no savepoint or read per node (`start_new_job`)."""
-    width = 10
+def test_a_node_run_reads_its_owner_with_the_claim_and_the_last_path_passes_the_join_in_its_report(
+        tmp_path: Path) -> None:
+    """No statement of a node's run reads the owner again; the join's pass (OK, transition, history) is in the report's batch."""
+    from django.db import connection  # noqa: PLC0415 - the statements of one run
+    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
+
+    from kernel.models import StatusRecord  # noqa: PLC0415 - the history the join writes
+
+    workflow = submit(_three_way_fork(tmp_path))
+    assert workflow.owner_id is not None
+    runs = {}
+    for name in "abc":
+        node = WorkflowNode.objects.get(workflow=workflow, name=name)
+        with CaptureQueriesContext(connection) as queries:
+            assert run_node(node.pk, node.attempt, "test") == N.OK
+        runs[name] = [query["sql"] for query in queries.captured_queries]
+    for name, statements in runs.items():
+        owner_reads = [sql for sql in statements if "auth_user" in sql and "workflows_workflownode n" not in sql]
+        assert owner_reads == [], name  # the claim's read joins the owner: the action's user is known
+    # The last path: after the report's batch, the engine writes only the end node and the job's end
+    # (the live nodes killed, the job, its history line, the last node for the parents): no read of the
+    # join before writing it, no UPDATE of it.
+    join_writes = [sql for sql in runs["c"] if "@join" in sql or "'join'" in sql]
+    assert not any(sql.lstrip().upper().startswith(("SELECT", "UPDATE \"")) for sql in join_writes), join_writes
+    join = WorkflowNode.objects.get(workflow=workflow, name="join")
+    workflow.refresh_from_db()
+    assert (join.status, join.arrivals, join.transition, workflow.status) == (N.OK, 3, "end", W.SUCCEEDED)
+    assert join.ended_at == WorkflowNode.objects.get(workflow=workflow, name="c").ended_at  # the report's time
+    record = StatusRecord.objects.get(object_id=join.pk)
+    assert (record.from_status, record.to_status, record.parent_id, record.at) == (N.RUNNING, N.OK, workflow.id,
+                                                                                   join.ended_at)
+    assert record.by.startswith("worker test")
+
+
+@pytest.mark.parametrize("width", [10, 40])
+def test_starting_a_new_job_writes_its_nodes_in_one_statement_without_looking_for_earlier_rows(
+        tmp_path: Path, django_assert_max_num_queries: Any, width: int) -> None:
+    """A new job's start: its nodes in one INSERT, no savepoint or read per node (`start_new_job`).
+
+    Forty paths: the fork's transition lists them all, longer than the 100 characters a node's
+    transition once held (PostgreSQL refused the start).
+    """
     paths = "".join(f'<path start="a{i}"/>' for i in range(width))
     body = (f'<fork name="fork">{paths}</fork>'
             + "".join(celery(f"a{i}", "examples.noop_any", ok="join") for i in range(width))
@@ -128,10 +166,10 @@ def test_starting_a_new_job_writes_each_node_once_without_looking_for_earlier_ro
     directory = app(tmp_path, body, start="fork")
     prepared = prepare_workflow((directory / "workflow.xml").read_text(), {"user.name": "wf-user"},
                                 app_path=str(directory))
-    # The job, its id, its start and history line, `:start:`, the fork and ten actions: 16 plus
-    # the transaction. Reading each node before writing it (a rerun's way) would take 60 more.
+    # The job, its id, its start and history line, and one INSERT of `:start:`, the fork and every
+    # action, plus the transaction, however wide the fork: a statement per node would take 12 or 42.
     next_workflow_ids(1)  # the id counter's first use creates it
-    with django_assert_max_num_queries(20), transaction.atomic():  # a launch's transaction
+    with django_assert_max_num_queries(8), transaction.atomic():  # a launch's transaction
         workflow = create_job(prepared, now=timezone.now())
     assert workflow.status == W.RUNNING and getattr(workflow, "_new_rows", None) is None
     stored = {n.name: (n.status, n.attempt, n.max_attempts, n.transition) for n in workflow.nodes.all()}
@@ -160,6 +198,27 @@ def test_a_sub_workflow_refused_at_the_start_and_a_control_path_meet_at_the_join
     assert (sub.status, sub.error_code, sub.transition) == (N.ERROR, "E0SUBWF", "join")
     join = WorkflowNode.objects.get(workflow=workflow, name="join")
     assert (join.status, join.arrivals, join.transition) == (N.OK, 2, "end")
+
+
+def test_a_start_that_reads_its_own_nodes_and_passes_a_join_sees_and_records_them(tmp_path: Path) -> None:
+    """During the start, a decision reads the transition another path stored and the join passes with its history line."""
+    from kernel.models import StatusRecord  # noqa: PLC0415 - the history the join writes
+
+    directory = app(tmp_path, (
+        '<fork name="fork"><path start="d1"/><path start="d2"/></fork>'
+        '<decision name="d1"><switch><case to="join">${true}</case><default to="join"/></switch></decision>'
+        '<decision name="d2"><switch><case to="join">${wf:transition(\'d1\') eq \'join\'}</case>'
+        '<default to="fail"/></switch></decision>'
+        '<join name="join" to="end"/>'
+    ), start="fork")
+    workflow = submit(directory)
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED, workflow.error_message
+    assert nodes(workflow)["d2"] == (N.OK, "join")  # d1's transition, held for the start's INSERT, was read
+    join = WorkflowNode.objects.get(workflow=workflow, name="join")
+    assert (join.status, join.arrivals, join.transition) == (N.OK, 2, "end")
+    history = list(StatusRecord.objects.filter(object_id=join.pk).values_list("from_status", "to_status"))
+    assert history == [(N.RUNNING, N.OK)]
 
 
 def test_an_error_takes_the_error_transition_to_a_kill_with_its_message(tmp_path: Path) -> None:
@@ -251,6 +310,38 @@ def test_rerun_from_failed_nodes_skips_what_succeeded(tmp_path: Path) -> None:
     again = WorkflowNode.objects.get(workflow=workflow, name="first")
     assert (again.task_id, again.status) == (first.task_id, N.OK)
     assert nodes(workflow)["second"] == (N.OK, "end")
+
+
+def test_a_rerun_passes_a_decision_again_overwriting_its_row_in_one_statement(
+        tmp_path: Path, django_assert_max_num_queries: Any) -> None:
+    """A decision passed again (a rerun) takes the new way: its row overwritten (INSERT ... ON CONFLICT), no read first."""
+    from kernel.models import StatusRecord  # noqa: PLC0415 - the decision's history
+
+    flag = tmp_path / "flag"
+    directory = app(tmp_path, (
+        f'<decision name="check"><switch><case to="end">${{fs:exists("file://{flag}")}}</case>'
+        '<default to="fail"/></switch></decision>'
+    ), start="check")
+    workflow = submit(directory)
+    workflow.refresh_from_db()
+    assert workflow.status == W.KILLED and nodes(workflow)["check"] == (N.OK, "fail")
+    flag.touch()
+    request_rerun(workflow.id, {}, check=lambda _: None)
+    run_pending_commands()
+    workflow.refresh_from_db()
+    assert (workflow.status, workflow.run) == (W.SUCCEEDED, 1)
+    assert nodes(workflow)["check"] == (N.OK, "end") and nodes(workflow)["end"] == (N.OK, "")
+    check = WorkflowNode.objects.get(workflow=workflow, name="check")
+    assert StatusRecord.objects.filter(object_id=check.pk).count() == 0  # OK both times: nothing moved
+    # Passing it once more (as the engine does, the job's row held) is one statement.
+    from workflows.engine import _control  # noqa: PLC0415 - the write itself
+
+    with transaction.atomic():
+        locked = WorkflowJob.objects.select_for_update().get(pk=workflow.pk)
+        with django_assert_max_num_queries(1):
+            _control(locked, "check", "decision", timezone.now(), transition="fail")
+        assert nodes(workflow)["check"] == (N.OK, "fail")
+        transaction.set_rollback(True)
 
 
 def test_a_report_from_before_a_rerun_cannot_end_the_reruns_node(tmp_path: Path) -> None:
