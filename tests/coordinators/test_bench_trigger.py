@@ -1,0 +1,23 @@
+"""`bench trigger-latency`'s figures per nominal time: the first minute's backlog apart from the steady minutes after it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tooling.benchmarks.runtime import per_minute
+
+
+def test_each_nominal_time_has_its_own_percentiles_and_counts_what_never_got_there() -> None:
+    first = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    second = first + timedelta(minutes=1)
+    rows = [
+        *[(first, first + timedelta(seconds=2 + n / 10), first + timedelta(seconds=5)) for n in range(10)],
+        *[(second, second + timedelta(seconds=0.1 * (n + 1)), None) for n in range(4)],
+        (second, None, None),
+    ]
+    figures = per_minute(list(reversed(rows)))  # the order read from the database does not matter
+    assert [entry["nominal_time"] for entry in figures] == ["2026-11-27T12:00Z", "2026-11-27T12:01Z"]
+    assert figures[0] == {"nominal_time": "2026-11-27T12:00Z", "actions": 10, "submitted": 10, "p50_s_to_submitted": 2.45,
+                          "p99_s_to_submitted": 2.9, "running": 10, "p50_s_to_running": 5.0, "p99_s_to_running": 5.0}
+    assert figures[1]["actions"] == 5 and figures[1]["submitted"] == 4 and figures[1]["running"] == 0
+    assert figures[1]["p99_s_to_submitted"] == 0.4 and figures[1]["p50_s_to_running"] is None
