@@ -168,10 +168,19 @@ def _flush(workflow: WorkflowJob) -> None:
     unsaved.clear()
 
 
-def _write_node(workflow: WorkflowJob, name: str, fields: dict[str, Any]) -> WorkflowNode:
-    """Store node `name` of the job with `fields`: created, or its row (a rerun's, a path taken again) updated."""
+#: `_write_node`'s `row` when the caller did not read the node's row.
+_UNREAD: Any = object()
+
+
+def _write_node(workflow: WorkflowJob, name: str, fields: dict[str, Any], *, row: WorkflowNode | None = _UNREAD) -> WorkflowNode:
+    """Store node `name` of the job with `fields`: created, or its row (a rerun's, a path taken again) updated.
+
+    `row`: the node's row as the caller read it, locked, under the job's lock (None: it has none).
+    """
     known = _new_rows(workflow)
-    if known is not None:
+    if row is not _UNREAD and known is None:
+        node = row
+    elif known is not None:
         node = known.get(name)
         if node is None:  # held back for the start's one INSERT (`_flush`)
             node = WorkflowNode(id=_node_id(workflow, name), **fields)
@@ -423,8 +432,10 @@ def _skipped(workflow: WorkflowJob) -> set[str]:
 
 def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: NodeDef, now: datetime) -> list[str]:
     known = _new_rows(workflow)
+    # Read once, locked (every writer of the job's nodes holds the job's row): the skip, the reset
+    # and the write below use this row instead of reading it again each.
     existing = (known.get(node.name) if known is not None
-                else WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).first())
+                else WorkflowNode.objects.select_for_update().filter(pk=_node_id(workflow, node.name)).first())
     if existing is not None and existing.status == NodeStatus.OK and node.name in _skipped(workflow):
         # A rerun skips what ran well (spec 10): the node keeps its run and its transition is taken again.
         log.info("workflow %s: node %s skipped (rerun)", workflow.id, node.name)
@@ -437,7 +448,7 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
         _start_sub_workflow(workflow, node, now)
         return []
     spec = resolve_spec(node.spec, el_state(workflow, node.name))
-    row = _reset_action(workflow, node, now, status=NodeStatus.PREP, spec=spec)
+    row = _reset_action(workflow, node, now, status=NodeStatus.PREP, spec=spec, existing=existing)
     if workflow.status == WorkflowStatus.SUSPENDED:
         return []  # queued: resume sends it
     if node.name in suspend_on or "*" in suspend_on:
@@ -453,15 +464,18 @@ def _enter_action(workflow: WorkflowJob, definition: WorkflowDefinition, node: N
 
 
 def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status: str,
-                  spec: Mapping[str, Any] | None = None) -> WorkflowNode:
-    """The action node's row, new or reset for a new run (a rerun, or a path taken again)."""
+                  spec: Mapping[str, Any] | None = None, existing: WorkflowNode | None = _UNREAD) -> WorkflowNode:
+    """The action node's row, new or reset for a new run (a rerun, or a path taken again).
+
+    `existing`: its row as the caller read it, locked (None: it has none); else it is read here.
+    """
     task_id = str(uuid.uuid4())
     task = str((spec or {}).get("task", "")) if node.action_type == "celery" else ""
     # A node run again on the same row (a cleared node, workflows.node_verbs) continues its attempts and
     # their history: the attempt is the fencing token, so a late report of an earlier run matches nothing.
     known = _new_rows(workflow)
-    if known is not None:
-        earlier = known.get(node.name)
+    if known is not None or existing is not _UNREAD:
+        earlier = known.get(node.name) if known is not None else existing
         previous = (earlier.attempt, earlier.history) if earlier is not None else None
     else:
         previous = (WorkflowNode.objects.filter(pk=_node_id(workflow, node.name)).values_list("attempt", "history")
@@ -475,7 +489,7 @@ def _reset_action(workflow: WorkflowJob, node: NodeDef, now: datetime, *, status
         "started_at": None, "ended_at": None, "error_code": "", "error_message": "", "history": list(history),
         "spec": dict(spec or {}), "transition": "", "data": {}, "external_id": "", "external_status": "",
         "user_retries": 0, "retry_at": None,
-    })
+    }, row=existing)
     row.workflow = workflow
     return row
 

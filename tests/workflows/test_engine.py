@@ -151,6 +151,25 @@ def test_a_node_run_reads_its_owner_with_the_claim_and_the_last_path_passes_the_
     assert record.by.startswith("worker test")
 
 
+def test_entering_the_next_action_reads_its_row_once(tmp_path: Path) -> None:
+    """A sequential node's report enters the next action with one read of its row (locked) and one write."""
+    from django.db import connection  # noqa: PLC0415 - the statements of one run
+    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
+
+    directory = app(tmp_path, celery("a", "examples.noop_any", ok="b") + celery("b", "examples.noop_any", ok="end"))
+    workflow = submit(directory)
+    first = WorkflowNode.objects.get(workflow=workflow, name="a")
+    with CaptureQueriesContext(connection) as queries:
+        assert run_node(first.pk, first.attempt, "test") == N.OK
+    touching_b = [query["sql"] for query in queries.captured_queries if f"{workflow.id}@b" in query["sql"]]
+    assert [sql.split()[0] for sql in touching_b] == ["SELECT", "INSERT"], touching_b
+    second = WorkflowNode.objects.get(workflow=workflow, name="b")
+    assert (second.status, second.attempt) == (N.PREP, 1)
+    drive()
+    workflow.refresh_from_db()
+    assert workflow.status == W.SUCCEEDED
+
+
 @pytest.mark.parametrize("width", [10, 40])
 def test_starting_a_new_job_writes_its_nodes_in_one_statement_without_looking_for_earlier_rows(
         tmp_path: Path, django_assert_max_num_queries: Any, width: int) -> None:
