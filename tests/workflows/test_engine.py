@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from django.core import mail
 from django.core.management import CommandError, call_command
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus
@@ -120,9 +121,6 @@ def test_a_three_way_join_counts_each_arrival_and_passes_on_the_last(tmp_path: P
 def test_a_node_run_reads_its_owner_with_the_claim_and_the_last_path_passes_the_join_in_its_report(
         tmp_path: Path) -> None:
     """No statement of a node's run reads the owner again; the join's pass (OK, transition, history) is in the report's batch."""
-    from django.db import connection  # noqa: PLC0415 - the statements of one run
-    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
-
     from kernel.models import StatusRecord  # noqa: PLC0415 - the history the join writes
 
     workflow = submit(_three_way_fork(tmp_path))
@@ -153,9 +151,6 @@ def test_a_node_run_reads_its_owner_with_the_claim_and_the_last_path_passes_the_
 
 def test_entering_the_next_action_reads_its_row_once(tmp_path: Path) -> None:
     """A sequential node's report enters the next action with one read of its row (locked) and one write."""
-    from django.db import connection  # noqa: PLC0415 - the statements of one run
-    from django.test.utils import CaptureQueriesContext  # noqa: PLC0415
-
     directory = app(tmp_path, celery("a", "examples.noop_any", ok="b") + celery("b", "examples.noop_any", ok="end"))
     workflow = submit(directory)
     first = WorkflowNode.objects.get(workflow=workflow, name="a")
