@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from django.core.management import CommandError, call_command
+
 from tooling.benchmarks.runtime import per_minute
 
 
@@ -21,3 +24,9 @@ def test_each_nominal_time_has_its_own_percentiles_and_counts_what_never_got_the
                           "p99_s_to_submitted": 2.9, "running": 10, "p50_s_to_running": 5.0, "p99_s_to_running": 5.0}
     assert figures[1]["actions"] == 5 and figures[1]["submitted"] == 4 and figures[1]["running"] == 0
     assert figures[1]["p99_s_to_submitted"] == 0.4 and figures[1]["p50_s_to_running"] is None
+
+
+def test_a_negative_lead_is_refused_in_one_line_before_anything_runs() -> None:
+    with pytest.raises(CommandError) as refused:
+        call_command("bench", "trigger-latency", "--json", "--jobs", "1", "--lead-seconds", "-1")
+    assert str(refused.value) == "--lead-seconds must be 0 or more"

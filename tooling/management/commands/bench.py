@@ -45,7 +45,8 @@ def _materialize(options: dict[str, Any], log: Callable[[str], None]) -> dict[st
 
 
 def _trigger_latency(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
-    return run_trigger_latency_bench(options["jobs"] or 500, options["minutes"], options["workers"], log)
+    return run_trigger_latency_bench(options["jobs"] or 500, options["minutes"], options["workers"], log,
+                                     lead_seconds=options["lead_seconds"])
 
 
 def _bundle(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
@@ -154,6 +155,11 @@ class Command(BaseCommand):
                  "coordinators (default 100); pages: jobs stored (default 1,000); scale: jobs of the history (default 10,000)"
         )
         parser.add_argument("--minutes", type=int, default=2, help="trigger-latency: nominal times per coordinator")
+        parser.add_argument(
+            "--lead-seconds", type=float,
+            help="trigger-latency: seconds at least between submitting the jobs and their first nominal time (default: "
+                 "the minute two minutes from now); a long lead lets the fresh jobs' start commands drain first",
+        )
         parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
         parser.add_argument("--job-actions", type=int, default=50_000, help="api-pages: actions of the big job")
         parser.add_argument("--coordinators", type=int, default=200, help="bundle: coordinators in the bundle")
@@ -179,6 +185,8 @@ class Command(BaseCommand):
                 raise CommandError(f"--{name} must be at least 1")
         if options.get("trigger_jobs") is not None and options["trigger_jobs"] < 0:
             raise CommandError("--trigger-jobs must be 0 (the trigger is not timed) or more")
+        if options.get("lead_seconds") is not None and options["lead_seconds"] < 0:
+            raise CommandError("--lead-seconds must be 0 or more")
 
         if options["name"] not in NO_DATABASE:
             check_database()
