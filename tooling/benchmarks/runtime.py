@@ -288,7 +288,7 @@ def per_minute(rows: list[tuple[datetime, datetime | None, datetime | None]]) ->
     for nominal, found in sorted(by_minute.items()):
         entry: dict[str, Any] = {"nominal_time": format_datetime(nominal), "actions": len(found)}
         for name, index in (("submitted", 1), ("running", 2)):
-            seconds = [_seconds(nominal, row[index]) for row in found if row[index] is not None]  # type: ignore[arg-type]
+            seconds = [_seconds(nominal, at) for row in found if (at := row[index]) is not None]
             entry[name] = len(seconds)
             entry[f"p50_s_to_{name}"] = round(statistics.median(seconds), 3) if seconds else None
             entry[f"p99_s_to_{name}"] = round(percentile(seconds, 99), 3) if seconds else None
