@@ -37,6 +37,19 @@ FULLY_CHECKED = ("/api/v1/coordinator-", "/api/v1/bundle-", "/api/v1/batch", "/a
 #: Examples per operation and mode: 15 by default; CI's PostgreSQL pass takes fewer (SCHEMA_FUZZ_EXAMPLES), the
 #: answers' conformance being checked in full on SQLite just before.
 MAX_EXAMPLES = int(os.environ.get("SCHEMA_FUZZ_EXAMPLES", "15"))
+#: A path segment as the schema documents every path parameter: its only negative holds a `/`, which no URL can carry.
+SEGMENT = {"type": "string", "pattern": "^[^/]+$"}
+
+
+def nothing_to_get_wrong(operation: Any) -> bool:
+    """No query and no body, and path parameters that are any segment: no negative case exists.
+
+    Hypothesis would search about 1.5 s per such operation before it says so (`Unsatisfiable`);
+    the authentication header and cookie are the caller's, never generated.
+    """
+    return not len(operation.query) and not len(operation.body) and all(
+        parameter.definition.get("schema") == SEGMENT for parameter in operation.path_parameters
+    )
 
 
 @pytest.fixture
@@ -93,7 +106,8 @@ def test_no_request_makes_a_server_error(api_schema: Any, caller: User) -> None:
         # Every operation must never answer 5xx; the coordinator API (this suite's subject) must
         # also answer only documented codes, content types and bodies.
         checks = conformance if operation.path.startswith(FULLY_CHECKED) else [not_a_server_error]
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        modes = [GenerationMode.POSITIVE] + ([] if nothing_to_get_wrong(operation) else [GenerationMode.NEGATIVE])
+        for mode in modes:
 
             @given(case=operation.as_strategy(generation_mode=mode))
             @settings(
