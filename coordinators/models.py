@@ -74,9 +74,12 @@ class CoordinatorJob(models.Model):
     definition = models.TextField(help_text="the coordinator XML as submitted")
     includes = models.JSONField(default=dict, blank=True, help_text="the <include>d dataset files as read at submission")
     configuration = models.JSONField(default=dict, help_text="job properties after <parameters> defaults")
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="coordinator_jobs")
+    # No index of its own: coord_job_owner_idx leads with it, as coord_job_status_created_idx with the status (ADR 0043).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="coordinator_jobs", db_index=False
+    )
     acl = models.CharField(max_length=1024, blank=True, help_text="oozie.job.acl: users and groups who may act")
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PREP, db_index=True)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.PREP)
     pending = models.BooleanField(default=False, help_text="a command on this job is in flight")
     frequency = models.CharField(max_length=64)
     time_unit = models.CharField(max_length=16)
@@ -166,7 +169,8 @@ class CoordinatorAction(models.Model):
     """
 
     id = models.CharField(max_length=60, primary_key=True)
-    job = models.ForeignKey(CoordinatorJob, on_delete=models.CASCADE, related_name="actions")
+    # No index of its own: (job, number) and (job, status, nominal_time) lead with it (ADR 0043).
+    job = models.ForeignKey(CoordinatorJob, on_delete=models.CASCADE, related_name="actions", db_index=False)
     number = models.IntegerField()
     nominal_time = models.DateTimeField()
     created_time = models.DateTimeField(default=timezone.now)
@@ -176,7 +180,7 @@ class CoordinatorAction(models.Model):
     data_in = models.JSONField(default=dict)
     data_out = models.JSONField(default=dict)
     run_conf = models.JSONField(default=dict, help_text="resolved action configuration")
-    external_id = models.CharField(max_length=255, blank=True, db_index=True, help_text="the launched Celery task id")
+    external_id = models.CharField(max_length=255, blank=True, help_text="the launched run's id (read with the action's id)")
     next_check_at = models.DateTimeField(null=True, blank=True, help_text="next input check (backoff)")
     check_count = models.IntegerField(default=0)
     timeout_at = models.DateTimeField(null=True, blank=True)

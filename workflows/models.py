@@ -58,6 +58,7 @@ class WorkflowJob(RecordsStatus):
         on_delete=models.CASCADE,
         related_name="workflow_runs",
         help_text="the coordinator action that launched it (its parent)",
+        db_index=False,  # wf_parent_run_idx leads with it (ADR 0043)
     )
     run = models.IntegerField(default=0, help_text="the parent action's run: 0, then one more per rerun")
     configuration = models.JSONField(default=dict, help_text="what the application was started with")
