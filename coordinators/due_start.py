@@ -90,6 +90,8 @@ class DueStart:
     timedout: int = 0
     jobs: int = 0
     left_to_commands: set[str] = field(default_factory=set)
+    #: The last job id a chunk took: the next chunk reads after it (jobs are taken in id order).
+    after: str = ""
 
     def as_dict(self) -> dict[str, int]:
         """The figures, for the tick's result and the log."""
@@ -209,16 +211,20 @@ def due_jobs(now: datetime) -> Any:
 def _chunk(now: datetime, report: DueStart) -> int:
     """One transaction: lock up to a chunk of jobs (skipping locked ones), check their due actions, start what is ready.
 
-    How many jobs it locked (0: none is left that no one else holds).
+    How many jobs it locked (0: none is left that no one else holds). It reads only jobs after
+    the last one the pass took (`report.after`): reading from the first id again made each
+    chunk step over every job the earlier chunks had done, a quadratic pass. A job held at
+    that moment (by another pass, or by its command) is not read again by this pass: its
+    holder does it, or this tick's input checks give it its command.
     """
     with transaction.atomic():
-        jobs = {
-            job.pk: job
-            for job in skip_locked(due_jobs(now).exclude(pk__in=sorted(report.left_to_commands)))
-            .defer("definition").order_by("pk")[: chunk_size()]
-        }
-        if not jobs:
+        taken_rows = list(
+            skip_locked(due_jobs(now).filter(pk__gt=report.after)).defer("definition").order_by("pk")[: chunk_size()]
+        )
+        if not taken_rows:
             return 0
+        report.after = taken_rows[-1].pk  # the database's order (its collation), not Python's
+        jobs = {job.pk: job for job in taken_rows}
         taken = len(jobs)
         busy = set(Command.objects.filter(key__in=list(jobs), status__in=sorted(ACTIVE_STATUSES)).values_list("key", flat=True))
         logic = set(

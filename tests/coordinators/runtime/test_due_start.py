@@ -14,6 +14,7 @@ import redis
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from coordinators.choices import ActionStatus
@@ -112,6 +113,21 @@ def test_many_jobs_start_in_one_pass_without_a_command_each(tmp_path: Path) -> N
         assert first.ready_at is not None and first.submitted_at is not None and not first.pending
         history = list(StatusChange.objects.filter(object_id=first.id).order_by("id").values_list("from_status", "to_status", "by"))
         assert history[-2:] == [(ActionStatus.WAITING, ActionStatus.READY, ACTOR), (ActionStatus.READY, ActionStatus.SUBMITTED, ACTOR)]
+
+
+def test_each_chunk_reads_the_jobs_after_the_last_one_taken(tmp_path: Path) -> None:
+    """Chunks of 2 over 5 jobs: each reads from the id after the previous chunk's last, never the done jobs again."""
+    write_inputs(tmp_path, 1)
+    jobs = sorted((job(f"keyset-{n}", tmp_path, actions=1) for n in range(5)), key=lambda one: one.pk)
+    materialized(*jobs)
+    with override_settings(COORD_DUE_START_CHUNK=2), CaptureQueriesContext(connection) as queries:
+        report = start_due(timezone.now())
+    assert report.submitted == 5 and report.jobs == 5 and report.after == jobs[-1].pk
+    reads = [q["sql"] for q in queries.captured_queries
+             if q["sql"].startswith('SELECT') and 'FROM "coordinators_coordinatorjob"' in q["sql"] and "LIMIT 2" in q["sql"]]
+    assert len(reads) == 4, reads  # three chunks of 2, 2 and 1 jobs, then one that finds none
+    for read, after in zip(reads, ["", jobs[1].pk, jobs[3].pk, jobs[4].pk], strict=True):
+        assert f'"coordinators_coordinatorjob"."id" > \'{after}\'' in read, read
 
 
 @pytest.mark.parametrize(("execution", "first"), [("FIFO", 1), ("LIFO", 3)])
