@@ -6,6 +6,8 @@ change does), so an index that serves no query costs each action (ADR 0043).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.apps import apps
 from django.db import connection
@@ -48,9 +50,12 @@ def test_drop_column_indexes_restores_and_drops_by_django_names() -> None:
     operation = drop_column_indexes(
         indexed=[("coordinators_coordinatoraction", "job_id")], pattern=[("workflows_workflownode", "id")]
     )
+    forward: Any = operation.code  # called as a migration calls them, with the app registry and a schema editor
+    backward: Any = operation.reverse_code
+    assert backward is not None
     before_actions, before_nodes = _indexes("coordinators_coordinatoraction"), _indexes("workflows_workflownode")
     with connection.schema_editor() as editor:
-        operation.reverse_code(apps, editor)
+        backward(apps, editor)
     made_actions = set(_indexes("coordinators_coordinatoraction")) - set(before_actions)
     made_nodes = set(_indexes("workflows_workflownode")) - set(before_nodes)
     try:
@@ -63,6 +68,6 @@ def test_drop_column_indexes_restores_and_drops_by_django_names() -> None:
             assert len(made_actions) == 1 and made_nodes == set()
     finally:
         with connection.schema_editor() as editor:
-            operation.code(apps, editor)
+            forward(apps, editor)
     assert _indexes("coordinators_coordinatoraction") == before_actions
     assert _indexes("workflows_workflownode") == before_nodes
