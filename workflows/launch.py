@@ -127,7 +127,7 @@ def dispatch(task_id: str, queue: str, kwargs: dict[str, Any], producer: Any = N
     try:
         # Two of Celery's per-message costs skipped (ADR 0044): the queue is not declared again (the message goes
         # to the default exchange, routed by the queue's name, as Celery sends to a direct queue, so no binding is
-        # read), and the kwargs' repr is plain (a few ids and a number: saferepr walks them for a third of a send).
+        # read), and the kwargs' repr is plain (a few ids and a number: saferepr walked them for a fifth of a send).
         app.send_task(RUN_TASK, kwargs=kwargs, task_id=task_id, queue=queue, shadow=display_name(kwargs), producer=producer,
                       ignore_result=True, declare=[], argsrepr="()", kwargsrepr=repr(kwargs))
     except Exception as exc:  # the broker may be down: the node stays PREP and is sent again
