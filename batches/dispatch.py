@@ -24,12 +24,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Q, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from batches.choices import QUEUES
 from batches.config import slots
 from batches.models import BatchJob, Slot
+from kernel import sqlbatch
 
 log = logging.getLogger(__name__)
 
@@ -75,19 +76,27 @@ def runnable_head() -> tuple[int, int] | None:
     return None if row is None else (int(row[0]), int(row[1]))
 
 
-def locked_with_head(job_id: int, status: str, token: int) -> tuple[Any, ...] | None:
-    """The job's (history, priority, blocked_by_id), locked, with the head of the runnable jobs (priority, id); None if it moved.
+def _head(column: str) -> str:
+    """The best runnable job's `column` (`runnable_jobs`, the partial index's predicate written out for the plan)."""
+    statuses = ", ".join(f"'{status}'" for status in sorted(QUEUES))
+    return (f"(SELECT h.{column} FROM batches_batchjob h WHERE h.status IN ({statuses}) AND NOT h.dispatched"  # noqa: S608 - constant SQL
+            " AND h.blocked_by_id IS NULL AND (h.not_before IS NULL OR h.not_before <= %(now)s)"
+            " ORDER BY h.priority, h.id LIMIT 1)")
 
-    One query: the job is read only while it is still in `status` under `token`, and the
-    head (the best runnable job, or None, None) is read in the same statement.
+
+def locked_with_head_statement() -> str:
+    """The job's (history, priority, blocked_by_id), locked, with the head of the runnable jobs (priority, id).
+
+    One statement of a batch (`kernel.sqlbatch`), parameters `job`, `status`, `token`, `now`: no
+    row when the job is no longer in `status` under `token`; (None, None) for no runnable job.
+    Its constants stay in its text (`sqlbatch.Planned`), so that its plan reads the head from
+    the partial index of runnable jobs.
     """
-    head = runnable_jobs()
-    row: tuple[Any, ...] | None = (
-        BatchJob.objects.select_for_update(of=("self",)).filter(pk=job_id, status=status, stage_token=token)
-        .annotate(best_priority=Subquery(head.values("priority")[:1]), best_id=Subquery(head.values("id")[:1]))
-        .values_list("history", "priority", "blocked_by_id", "best_priority", "best_id").first()
+    return sqlbatch.Planned(
+        f"SELECT j.history, j.priority, j.blocked_by_id, {_head('priority')}, {_head('id')}"  # noqa: S608 - constant SQL
+        " FROM batches_batchjob j WHERE j.id = %(job)s AND j.status = %(status)s AND j.stage_token = %(token)s"
+        + sqlbatch.for_update()
     )
-    return row
 
 
 def keeps_slot(job: BatchJob, slot_number: int | None, best: tuple[int, int] | None) -> bool:

@@ -19,7 +19,7 @@ from batches.choices import JOB_ENDED, JOB_TRANSITIONS
 from batches.choices import JobStatus as J
 from batches.models import BATCH_JOB_KIND, BatchJob
 from batches.stages import clean_working_dir
-from kernel.history import record_status, record_statuses
+from kernel.history import Change, record_status, record_statuses
 from kernel.statemachine import check_transition
 from operations.services import end_job
 
@@ -74,12 +74,40 @@ def advance(job: BatchJob, steps: list[Step], *, expect_status: str | None = Non
     given up: `dispatched`). False (nothing written) if the job's status or token changed
     meanwhile.
     """
+    planned = transition(job, steps, waits=waits, also=also)
+    query = BatchJob.objects.filter(pk=job.pk, status=expect_status or job.status)
+    if expect_token is not None:
+        query = query.filter(stage_token=expect_token)
+    if not query.update(**planned.values):
+        return False
+    if len(planned.changes) == 1:
+        kind, object_id, parent, old, new, at, reason = planned.changes[0]
+        record_status(kind, object_id, old, new, parent=parent, reason=reason, at=at)
+    else:
+        record_statuses(planned.changes)
+    applied(job, planned, refill)
+    return True
+
+
+@dataclass
+class Transition:
+    """What `advance` writes for some steps: the job's new field values and the status records."""
+
+    values: dict[str, Any]
+    changes: list[Change]
+    status: str
+    now: datetime
+
+
+def transition(job: BatchJob, steps: list[Step], *, waits: tuple[str, datetime] | None = None,
+               also: dict[str, Any] | None = None) -> Transition:
+    """The steps from the job's status (each checked against the table): its new values, history and records."""
     if not steps:
         raise ValueError("advance: no step")
     now = timezone.now()
     status, history = job.status, job.history
     values: dict[str, Any] = {}
-    changes = []
+    changes: list[Change] = []
     for step in steps:
         check_transition(JOB_TRANSITIONS, status, step.to, f"job {job.pk}")
         values.update(step.fields)
@@ -96,24 +124,19 @@ def advance(job: BatchJob, steps: list[Step], *, expect_status: str | None = Non
     if waits is not None:
         values.update(not_before=waits[1], history=waited(history, status, waits[0]))
     values.update(also or {})
-    query = BatchJob.objects.filter(pk=job.pk, status=expect_status or job.status)
-    if expect_token is not None:
-        query = query.filter(stage_token=expect_token)
-    if not query.update(**values):
-        return False
+    return Transition(values, changes, status, now)
+
+
+def applied(job: BatchJob, planned: Transition, refill: Callable[[], None] | None = None) -> None:
+    """The transition was written: the job in memory follows, and an end does what ends do (`ended`, the cleanup)."""
     previous = job.status
-    if len(changes) == 1:
-        record_status(BATCH_JOB_KIND, job.pk, previous, status, parent=job.batch_id, reason=changes[0][6],
-                      at=changes[0][5])
-    else:
-        record_statuses(changes)
-    for name, value in values.items():
+    for name, value in planned.values.items():
         setattr(job, name, value)
+    status = planned.status
     if status in JOB_ENDED and previous not in JOB_ENDED:
         ended(job, status, refill)
     if status in (J.COMPLETED, J.DELETED):
         transaction.on_commit(lambda: clean_working_dir(job))
-    return True
 
 
 def waited(history: list[dict[str, Any]], stage: str, note: str) -> list[dict[str, Any]]:

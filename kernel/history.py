@@ -84,10 +84,16 @@ def record_status(kind: str, object_id: Any, old: str, new: str, *, parent: Any 
 
 def record_statuses(changes: Iterable[Change]) -> None:
     """Record many changes in one INSERT (a bulk update's); unmoved statuses are left out."""
-    rows = [change for change in changes if change[3] != change[4]]
+    rows = status_rows(changes)
     if rows:
-        by = current_actor()
-        StatusRecord.objects.bulk_create([_row(change, by) for change in rows], batch_size=500)
+        StatusRecord.objects.bulk_create(rows, batch_size=500)
+
+
+def status_rows(changes: Iterable[Change]) -> list[StatusRecord]:
+    """The records of these changes under the current actor, unsaved (a hot path writes them in its own batch); unmoved ones left out."""
+    moved = [change for change in changes if change[3] != change[4]]
+    by = current_actor() if moved else ""
+    return [_row(change, by) for change in moved]
 
 
 def status_records(kind: str, object_id: Any, limit: int, *, children: str = "") -> list[StatusRecord]:

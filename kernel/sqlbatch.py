@@ -29,9 +29,9 @@ import json
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, TypeVar
 
 import psycopg
@@ -74,7 +74,10 @@ def run(statements: Sequence[str], params: Mapping[str, Any]) -> list[list[tuple
     results: list[list[tuple[Any, ...]]] = []
     if connection.vendor == "postgresql":
         return _run_pipelined(statements, values)
-    with transaction.atomic(), connection.cursor() as cursor:
+    # Inside the caller's transaction no savepoint: an error spoils the whole transaction, as on PostgreSQL.
+    # One statement is a unit by itself.
+    unit = transaction.atomic(savepoint=False) if len(statements) > 1 else nullcontext()
+    with unit, connection.cursor() as cursor:
         for statement in statements:
             cursor.execute(statement, values)
             results.append([tuple(row) for row in cursor.fetchall()] if cursor.description else [])
@@ -158,13 +161,26 @@ def _cursor(raw: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
 _CONSTANT = re.compile(r"'((?:[^']|'')*)'")
 
 
-@cache
+class Planned(str):
+    """A statement whose quoted constants stay in its text, where its plan must see them.
+
+    A partial index is used only when the statement's own conditions imply the index's
+    predicate (`status IN ('a', 'b') AND NOT dispatched`): as parameters, a generic plan could
+    not tell, and would read the table instead. Its `%(name)s` parameters are sent as usual.
+    """
+
+
+@lru_cache(maxsize=None, typed=True)  # typed: a `Planned` statement is not the same text unmarked
 def _server_form(statement: str) -> tuple[str, tuple[str, ...], dict[str, str]]:
     """The statement as the server gets it: its `%(name)s` parameters, and its quoted constants made parameters too.
 
-    A generic plan then never depends on a status written into the statement (see the module).
-    Server-side binding takes only the parameters a statement names.
+    A generic plan then never depends on a status written into the statement (see the module),
+    except in a `Planned` statement, whose constants stay. Server-side binding takes only the
+    parameters a statement names.
     """
+    names = tuple(dict.fromkeys(name for name in re.findall(r"%\((\w+)\)s", statement)))
+    if isinstance(statement, Planned):
+        return str(statement), names, {}
     constants: dict[str, str] = {}
 
     def parameter(match: re.Match[str]) -> str:
@@ -173,7 +189,6 @@ def _server_form(statement: str) -> tuple[str, tuple[str, ...], dict[str, str]]:
         return f"%({name})s"
 
     text = _CONSTANT.sub(parameter, statement)
-    names = tuple(dict.fromkeys(name for name in re.findall(r"%\((\w+)\)s", statement)))
     return text, names, constants
 
 
@@ -219,6 +234,55 @@ def insert_select(model: type[Model], values: Mapping[str, Any], where: str, ret
     return statement + (f" RETURNING {returning}" if returning else ""), params
 
 
+def insert_rows(instances: Sequence[Model], prefix: str = "_ins", where: str = "") -> tuple[list[str], dict[str, Any]]:
+    """An INSERT of these unsaved rows of one model, as `bulk_create` writes them: its statements and parameters.
+
+    Every concrete column but an automatic key, each value prepared as the ORM saves it, named
+    `<prefix><row>_<column>`; the caller adds the parameters to its batch's. One statement for
+    all the rows, or with `where` one `INSERT ... SELECT ... WHERE where` a row (each acts only
+    if the condition holds when it runs: what an earlier statement wrote).
+    """
+    if not instances:
+        raise ValueError("insert_rows: no row")
+    meta = type(instances[0])._meta
+    fields = [field for field in meta.concrete_fields if not (field.primary_key and field.auto_created)]
+    params: dict[str, Any] = {}
+    rows = []
+    for number, instance in enumerate(instances):
+        keys = []
+        for field in fields:
+            key = f"{prefix}{number}_{field.column}"
+            params[key] = field.get_db_prep_save(getattr(instance, field.attname), connection)
+            keys.append(f"%({key})s")
+        rows.append(", ".join(keys))
+    quote = connection.ops.quote_name
+    into = f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(field.column)) for field in fields)})"
+    if where:
+        return [f"{into} SELECT {row} WHERE {where}" for row in rows], params
+    return [f"{into} VALUES {', '.join(f'({row})' for row in rows)}"], params
+
+
+def update_set(model: type[Model], values: Mapping[str, Any], now: datetime, prefix: str = "_set_") -> tuple[str, dict[str, Any]]:
+    """The SET list of an UPDATE writing `values` (by field name) as `TouchingQuerySet.update` does, and its parameters.
+
+    Values are prepared as the ORM saves them; an `auto_now` field ("last change") not named
+    takes `now`, as the queryset's update gives it.
+    """
+    meta = model._meta
+    named = dict(values)
+    for field in meta.concrete_fields:
+        if getattr(field, "auto_now", False) and field.name not in named and field.attname not in named:
+            named[field.name] = now
+    quote = connection.ops.quote_name
+    sets, params = [], {}
+    for name, value in named.items():
+        target: Any = meta.get_field(name)
+        key = f"{prefix}{target.column}"
+        params[key] = target.get_db_prep_save(value, connection)
+        sets.append(f"{quote(str(target.column))} = %({key})s")
+    return ", ".join(sets), params
+
+
 def load(model: type[M], values: Sequence[Any]) -> M:
     """An instance of `model` from a row of `columns(model, ...)`, its values converted as the ORM converts them."""
     converters = _converters(model, connection.vendor)
@@ -228,6 +292,15 @@ def load(model: type[M], values: Sequence[Any]) -> M:
             value = function(value, expression, connection)
         converted.append(value)
     return model.from_db(connection.alias, [field.attname for field in model._meta.concrete_fields], converted)
+
+
+def converted(model: type[Model], name: str, value: Any) -> Any:
+    """One column's value as read (`name`, a concrete field of `model`), converted as the ORM converts it."""
+    index = next(index for index, field in enumerate(model._meta.concrete_fields) if field.name == name)
+    functions, expression = _converters(model, connection.vendor)[index]
+    for function in functions:
+        value = function(value, expression, connection)
+    return value
 
 
 @cache

@@ -13,23 +13,28 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from batches.choices import QUEUES
 from batches.choices import JobStatus as J
 from batches.config import settings_read_once, slots
-from batches.dispatch import keeps_slot, locked_with_head, runnable_head, runnable_jobs
-from batches.lifecycle import Step, advance, waited
-from batches.models import BatchJob, Slot
+from batches.dispatch import (
+    keeps_slot,
+    locked_with_head_statement,
+    runnable_head,
+    runnable_jobs,
+)
+from batches.lifecycle import Step, advance, applied, transition, waited
+from batches.models import Batch, BatchJob, Collection, Profile, Slot
 from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
-from kernel import tries
+from kernel import sqlbatch, tries
 from kernel.capture import Capture, capturing
-from kernel.history import act_as
+from kernel.history import act_as, status_rows
 from kernel.models import TaskTry
 from xcommands.base import XCommand
 from xcommands.engine import worker_identity
@@ -71,6 +76,19 @@ class Ran:
     waited_since: datetime | None = None
 
 
+@cache
+def _load_state_sql() -> str:  # noqa: N802 - a constant, built once the models are ready
+    """`BatchJobStageXCommand.load_state`'s statement: the job, its batch, profile, collection, slot, earlier tries."""
+    return (
+        f"SELECT {sqlbatch.columns(BatchJob, 'j')}, {sqlbatch.columns(Batch, 'b')}, {sqlbatch.columns(Profile, 'p')},"  # noqa: S608 - constant SQL
+        f" {sqlbatch.columns(Collection, 'c')},"
+        " (SELECT s.number FROM batches_slot s WHERE s.job_id = j.id),"
+        " EXISTS (SELECT 1 FROM kernel_tasktry t WHERE t.object_id = %(object)s AND t.kind = 'stage' AND t.run = %(token)s)"
+        " FROM batches_batchjob j JOIN batches_batch b ON b.id = j.batch_id JOIN batches_profile p ON p.id = b.profile_id"
+        " JOIN batches_collection c ON c.id = b.collection_id WHERE j.id = %(job)s"
+    )
+
+
 @dataclass
 class BatchJobStageXCommand(XCommand):
     """Run the stage the job waits in (`stage`), in the slot it was given (`token`), and record where it goes.
@@ -94,14 +112,24 @@ class BatchJobStageXCommand(XCommand):
         return self.key or f"batch-job:{self.job_id}"
 
     def load_state(self) -> None:
-        """The job as it is now, the number of the slot it holds, whether this dispatch tried any stage before."""
-        self.job = BatchJob.objects.select_related("batch__profile", "batch__collection").annotate(
-            slot_number=Subquery(Slot.objects.filter(job_id=OuterRef("pk")).values("number")[:1]),
-            tried_before=Exists(TaskTry.objects.filter(kind=TaskTry.Kind.STAGE, object_id=str(self.job_id),
-                                                       run=self.token)),
-        ).get(pk=self.job_id)
-        self.slot_number: int | None = self.job.slot_number  # type: ignore[attr-defined]
-        self.tried_before: bool = self.job.tried_before  # type: ignore[attr-defined]
+        """The job as it is now, the number of the slot it holds, whether this dispatch tried any stage before.
+
+        One statement, written once (`kernel.sqlbatch`): the job with its batch, profile and
+        collection, as `load_job` reads them.
+        """
+        rows = sqlbatch.run([_load_state_sql()], {"job": self.job_id, "object": str(self.job_id), "token": self.token})[0]
+        if not rows:
+            raise BatchJob.DoesNotExist(f"batch job {self.job_id} does not exist")
+        row = rows[0]
+        width = [len(model._meta.concrete_fields) for model in (BatchJob, Batch, Profile, Collection)]
+        starts = [sum(width[:index]) for index in range(len(width))]
+        self.job = sqlbatch.load(BatchJob, row[starts[0]:starts[1]])
+        batch = sqlbatch.load(Batch, row[starts[1]:starts[2]])
+        batch.profile = sqlbatch.load(Profile, row[starts[2]:starts[3]])
+        batch.collection = sqlbatch.load(Collection, row[starts[3]:starts[3] + width[3]])
+        self.job.batch = batch
+        self.slot_number: int | None = row[-2]
+        self.tried_before: bool = bool(row[-1])
         # Queued by the dispatcher, never by a user: its status changes are recorded under its
         # name without looking up who queued it.
         act_as(type(self).command_name)
@@ -206,24 +234,14 @@ class BatchJobStageXCommand(XCommand):
         if retry is not None:
             kept.append((retry[0], "RETRY", type(retry[1]).__name__, str(retry[1])))
         recorded = [ran for ran in done if ran.outcome.status is not None]
+        if retry is None and waits is None and steps:
+            return self._record_fast(job, steps, kept, recorded, names)  # the hot path
         with transaction.atomic():
             self._keep_tries(kept)
             if not steps and waits is None:
                 return False  # a retry before any stage of this run ended: the slot stays with the job
             moved = False
-            keeps = False
-            if retry is None and waits is None and steps[-1].to in QUEUES:
-                # It goes on: its state now (a verb may have changed its priority or history
-                # meanwhile), locked, and the best runnable job, in one query.
-                fresh = locked_with_head(job.pk, job.status, self.token)
-                if fresh is None:
-                    names.extend(f"{ran.stage}->{step.to} (not recorded)" for ran, step in zip(recorded, steps, strict=True))
-                    return False
-                job.history, job.priority, job.blocked_by_id, best_priority, best_id = fresh
-                for step in steps:
-                    job.priority = step.fields.get("priority", job.priority)
-                keeps = keeps_slot(job, self.slot_number, None if best_id is None else (best_priority, best_id))
-            also = {} if keeps or retry is not None else {"dispatched": False}
+            also = {} if retry is not None else {"dispatched": False}
             if steps:
                 moved = advance(job, steps, expect_status=job.status, expect_token=self.token,
                                 refill=fill_after_commit, waits=waits, also=also)
@@ -237,13 +255,75 @@ class BatchJobStageXCommand(XCommand):
                 names.append(f"{job.status} (waits)")
             if not moved or retry is not None:
                 return False  # not recorded: someone else moved the job; a retry keeps its slot
+            release(job.pk, cleared=True)
+        return False
+
+    def _record_fast(self, job: BatchJob, steps: list[Step], kept: list[tuple[Ran, str, str, str]],
+                     recorded: list[Ran], names: list[str]) -> bool:
+        """`_record` for stages that ended (no wait, no retry), in raw statements sent in batches (`kernel.sqlbatch`).
+
+        In one transaction, as `_record` does it through the ORM in twice the round trips and a
+        compile each. Stages that end in the next stage's queue: the tries and the job's locked
+        read with the best runnable job (with the transaction's BEGIN on PostgreSQL), then the
+        transitions and their status records (the compare-and-set cannot miss: the row is locked
+        in the status and token it was read in). A job that ends or is held: the tries, the
+        compare-and-set and the records (written only if it matched), one batch. Then COMMIT; the
+        slot is kept, or handed over as in `_record`, and an end does what ends do (`applied`).
+        """
+        onward = steps[-1].to in QUEUES
+        statements: list[str] = []
+        params: dict[str, Any] = {"job": job.pk, "status": job.status, "token": self.token, "now": timezone.now()}
+        tries = self._try_rows(kept)
+        if tries:
+            statements, values = sqlbatch.insert_rows(tries, prefix="_try")
+            params.update(values)
+        with transaction.atomic():
+            keeps = False
+            if onward:
+                rows = sqlbatch.run([*statements, locked_with_head_statement()], params)[-1]
+                statements = []
+                if not rows:  # someone else moved the job (a verb, or a newer dispatch): nothing of it is written
+                    names.extend(f"{ran.stage}->{step.to} (not recorded)" for ran, step in zip(recorded, steps, strict=True))
+                    return False
+                history, job.priority, job.blocked_by_id, best_priority, best_id = rows[0]
+                job.history = sqlbatch.converted(BatchJob, "history", history)
+                for step in steps:
+                    job.priority = step.fields.get("priority", job.priority)
+                keeps = keeps_slot(job, self.slot_number, None if best_id is None else (best_priority, best_id))
+            planned = transition(job, steps, also={} if keeps else {"dispatched": False})
+            sets, values = sqlbatch.update_set(BatchJob, planned.values, planned.now)
+            params.update(values, moved=planned.now)
+            statements.append(f"UPDATE batches_batchjob SET {sets} WHERE id = %(job)s AND status = %(status)s"  # noqa: S608 - names from the model
+                              " AND stage_token = %(token)s RETURNING id")
+            at = len(statements) - 1
+            records = status_rows(planned.changes)
+            if records:
+                # Onward, the update cannot miss; else a record is written only where this update moved the job.
+                where = "" if onward else (
+                    "EXISTS (SELECT 1 FROM batches_batchjob WHERE id = %(job)s AND stage_token = %(token)s"
+                    " AND queued_at = %(moved)s)")
+                inserts, values = sqlbatch.insert_rows(records, prefix="_rec", where=where)
+                statements += inserts
+                params.update(values)
+            moved = bool(sqlbatch.run(statements, params)[at])
+            names.extend(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)")
+                         for ran, step in zip(recorded, steps, strict=True))
+            if not moved:
+                return False
+            applied(job, planned, fill_after_commit)
             if keeps:
                 return True
             release(job.pk, cleared=True)
         return False
 
     def _keep_tries(self, kept: list[tuple[Ran, str, str, str]]) -> None:
-        """These runs of stages as tries of the job (caller's transaction, one INSERT); `run` is the dispatch.
+        """These runs of stages as tries of the job (caller's transaction, one INSERT); `run` is the dispatch."""
+        rows = self._try_rows(kept)
+        if rows:
+            TaskTry.objects.bulk_create(rows)
+
+    def _try_rows(self, kept: list[tuple[Ran, str, str, str]]) -> list[TaskTry]:
+        """These runs of stages as tries of the job, unsaved; `run` is the dispatch.
 
         A try's attempt counts the earlier tries of its stage in this dispatch: none when the
         dispatch had tried nothing before this command's run (each stage runs once in a run),
@@ -258,8 +338,7 @@ class BatchJobStageXCommand(XCommand):
                 started_at=ran.started, job_id=str(self.job.batch_id), name=ran.stage, run=self.token,
                 attempt=earlier + 1, worker=worker_identity(), error_code=code, error_message=error,
             ))
-        if rows:
-            TaskTry.objects.bulk_create(rows)
+        return rows
 
     def rollback(self, error: str) -> None:
         """The retries are spent (storage or network trouble): the job fails with the last error, its slot goes on."""

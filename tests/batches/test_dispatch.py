@@ -7,13 +7,14 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from batches.choices import JobStatus as J
 from batches.commands.stage import fill_slots
-from batches.dispatch import ensure_slots, runnable_head, runnable_jobs
+from batches.dispatch import ensure_slots, locked_with_head_statement, runnable_head, runnable_jobs
 from batches.models import Batch, BatchJob, Slot
+from kernel import sqlbatch
 from tests.support.batches import Ingest, settle
 from tests.support.engine import run_pending_commands
 from xcommands.models import Command
@@ -113,3 +114,70 @@ def test_the_runnable_head_is_the_first_runnable_job_asked_at_the_time_now(inges
     assert runnable_head() == (1, jobs[1].pk) == tuple(runnable_jobs().values_list("priority", "id")[0])
     BatchJob.objects.update(dispatched=True)
     assert runnable_head() is None
+
+
+def locked_read(job: BatchJob, status: str | None = None, token: int | None = None) -> list[tuple[object, ...]]:
+    """The stage record's locked read of the job and the runnable head, as its batch runs it."""
+    params = {"job": job.pk, "status": status or job.status, "token": job.stage_token if token is None else token,
+              "now": timezone.now()}
+    with transaction.atomic():
+        return sqlbatch.run([locked_with_head_statement()], params)[0]
+
+
+def test_the_locked_read_gives_the_job_as_it_is_and_the_runnable_head_or_nothing_once_it_moved(ingest: Ingest) -> None:
+    """The job's history, priority and blocker with the best runnable job (asleep and dispatched ones skipped); no row for
+    another status or a newer dispatch."""
+    jobs = stored_jobs(ingest, [5, 2, 3])
+    BatchJob.objects.filter(pk=jobs[0].pk).update(dispatched=True, stage_token=4, history=[{"stage": "pending", "to": "x"}])
+    jobs[0].refresh_from_db()
+    [(history, priority, blocked_by, best_priority, best_id)] = locked_read(jobs[0])
+    assert sqlbatch.converted(BatchJob, "history", history) == [{"stage": "pending", "to": "x"}]
+    assert (priority, blocked_by, best_priority, best_id) == (5, None, 2, jobs[1].pk)
+    BatchJob.objects.filter(pk=jobs[1].pk).update(not_before=timezone.now() + timedelta(minutes=5))
+    assert locked_read(jobs[0])[0][3:] == (3, jobs[2].pk)
+    BatchJob.objects.filter(pk=jobs[2].pk).update(dispatched=True)
+    assert locked_read(jobs[0])[0][3:] == (None, None)
+    assert locked_read(jobs[0], token=3) == [] and locked_read(jobs[0], status=J.DOWNLOADING) == []
+
+
+def _positional(statement: str) -> tuple[str, tuple[str, ...]]:
+    """The statement as the server prepares it, `$n` for its named parameters (constants made parameters unless Planned)."""
+    text, names, constants = sqlbatch._server_form(statement)
+    order = (*names, *constants)
+    for number, name in enumerate(order, start=1):
+        text = text.replace(f"%({name})s", f"${number}")
+    return text, order
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's generic plans of prepared statements")
+def test_the_locked_reads_generic_plan_takes_the_head_from_the_partial_index_of_runnable_jobs(ingest: Ingest) -> None:
+    """Planned once for any values (as the batch prepares it), the read finds the head through `batch_job_runnable_idx`;
+    with its status list sent as parameters the same plan could not (why the statement is `Planned`)."""
+    stored_jobs(ingest, [5] * 50)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE batches_batchjob")
+    statement = locked_with_head_statement()
+    plans = []
+    for name, text in (("planned", statement), ("unplanned", str(statement))):
+        sql, order = _positional(text)
+        with connection.cursor() as cursor:
+            cursor.execute("SET plan_cache_mode = force_generic_plan")
+            cursor.execute(f"PREPARE {name} AS {sql}")
+            args = ", ".join("NULL" for _ in order)
+            cursor.execute(f"EXPLAIN EXECUTE {name}({args})")
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+            cursor.execute(f"DEALLOCATE {name}")
+    assert "batch_job_runnable_idx" in plans[0], plans[0]
+    assert "batch_job_runnable_idx" not in plans[1], plans[1]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's planner")
+def test_sqlite_finds_the_head_of_the_locked_read_through_the_partial_index(ingest: Ingest) -> None:
+    """The status list written out as the index's own condition: SQLite can take it (ADR 0039), and does once it has statistics."""
+    stored_jobs(ingest, [5] * 50)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        cursor.execute(f"EXPLAIN QUERY PLAN {locked_with_head_statement()}",
+                       {"job": 1, "status": "pending", "token": 0, "now": "2026-01-01 00:00:00"})
+        steps = [str(row[3]) for row in cursor.fetchall()]
+    assert any("batch_job_runnable_idx" in step for step in steps), steps

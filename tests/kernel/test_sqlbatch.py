@@ -9,6 +9,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from batches.models import BatchJob
 from kernel import sqlbatch
 from kernel.models import StatusRecord
 from workflows.models import WorkflowJob, WorkflowNode
@@ -230,3 +231,66 @@ def test_update_many_writes_each_row_its_own_values() -> None:
     assert (stored["n1"].history, stored["n1"].dispatches, stored["n1"].dispatched_at) == ([{"attempt": 1, "note": "ü'\""}], 11, None)
     assert (stored["n2"].history, stored["n2"].dispatches, stored["n2"].dispatched_at) == ([], 0, AT)
     assert {n.error_message for n in stored.values()} == {"kept"}
+
+
+def test_a_planned_statement_keeps_its_constants_and_the_same_text_unmarked_does_not() -> None:
+    """`Planned`: constants stay in the text the server plans (a partial index's condition); the cache tells the two apart."""
+    text = "SELECT 1 FROM kernel_statusrecord WHERE to_status IN ('OK', 'FAILED') AND object_id = %(id)s"
+    assert sqlbatch._server_form(sqlbatch.Planned(text)) == (text, ("id",), {})
+    assert sqlbatch._server_form(text)[2] == {"_c0": "OK", "_c1": "FAILED"}
+    assert sqlbatch.run([sqlbatch.Planned(text)], {"id": "none"}) == [[]]
+
+
+def status_row(object_id: str, to: str) -> StatusRecord:
+    return StatusRecord(kind="node", object_id=object_id, parent_id="p", from_status="PREP", to_status=to, at=AT,
+                        by="test", reason="why 'quoted'")
+
+
+def test_insert_rows_writes_unsaved_rows_as_bulk_create_would() -> None:
+    """One INSERT of several rows, each value as the ORM saves it; read back equal to the instances."""
+    rows = [status_row("r@x", "RUNNING"), status_row("r@x", "OK")]
+    statements, params = sqlbatch.insert_rows(rows, prefix="_s")
+    assert len(statements) == 1 and "id" not in statements[0].split("(")[1].split(")")[0].replace('"', "").split(", ")
+    sqlbatch.run(statements, params)
+    stored = list(StatusRecord.objects.filter(object_id="r@x").order_by("id").values_list(
+        "kind", "parent_id", "from_status", "to_status", "at", "by", "reason"))
+    assert stored == [("node", "p", "PREP", to, AT, "test", "why 'quoted'") for to in ("RUNNING", "OK")]
+    with pytest.raises(ValueError, match="no row"):
+        sqlbatch.insert_rows([])
+
+
+def test_insert_rows_with_a_condition_writes_each_row_only_where_it_holds() -> None:
+    """`where`: an INSERT ... SELECT a row, acting only if the condition holds when it runs (what an earlier statement wrote)."""
+    where = "EXISTS (SELECT 1 FROM kernel_statusrecord WHERE object_id = %(id)s AND to_status = 'RUNNING')"
+    statements, params = sqlbatch.insert_rows([status_row("w@x", "OK"), status_row("w@x", "FAILED")], where=where)
+    assert len(statements) == 2
+    sqlbatch.run(statements, {**params, "id": "w@x"})
+    assert not StatusRecord.objects.filter(object_id="w@x").exists()
+    sqlbatch.run([INSERT, *statements], {**params, "id": "w@x", "at": AT})
+    assert sorted(StatusRecord.objects.filter(object_id="w@x").values_list("to_status", flat=True)) == [
+        "FAILED", "OK", "RUNNING"]
+
+
+def test_update_set_prepares_values_as_the_orm_and_touches_the_last_change() -> None:
+    """JSON and datetimes prepared for the database; an `auto_now` field not named takes `now`, a named one keeps its value."""
+    now = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+    sets, params = sqlbatch.update_set(BatchJob, {"history": [{"a": 1}], "status": "notify"}, now)
+    quote = connection.ops.quote_name
+    assert sets == (f"{quote('history')} = %(_set_history)s, {quote('status')} = %(_set_status)s,"
+                    f" {quote('last_modified')} = %(_set_last_modified)s")
+    field = BatchJob._meta.get_field("last_modified")
+    assert params["_set_last_modified"] == field.get_db_prep_save(now, connection)
+    assert params["_set_status"] == "notify"
+    earlier = datetime(2026, 1, 1, tzinfo=UTC)
+    _, named = sqlbatch.update_set(BatchJob, {"last_modified": earlier}, now)
+    assert named == {"_set_last_modified": field.get_db_prep_save(earlier, connection)}
+
+
+def test_converted_reads_one_column_as_the_orm_does() -> None:
+    """A JSON column read raw comes back decoded, as the queryset gives it."""
+    WorkflowJob.objects.create(id="0000002-261127000000000-W", app_name="a", app_path="task:examples.noop",
+                               configuration={"k": ["v", 1]}, created_at=AT)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT configuration FROM workflows_workflowjob WHERE id = %s", ["0000002-261127000000000-W"])
+        raw = cursor.fetchone()[0]
+    assert sqlbatch.converted(WorkflowJob, "configuration", raw) == {"k": ["v", 1]}
