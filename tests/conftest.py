@@ -146,7 +146,7 @@ def worker_env(
 def live_workers(
     worker_env: Callable[..., dict[str, str]], tmp_path: Path
 ) -> Iterator[Callable[..., WorkerProcess]]:
-    """Start real Celery worker processes on demand; all are stopped after the test."""
+    """Start real Celery worker processes on demand; all are killed after the test (a test that needs a warm stop calls `stop`)."""
     started: list[WorkerProcess] = []
 
     def start(
@@ -166,8 +166,8 @@ def live_workers(
         return worker
 
     yield start
-    for worker in started:
-        worker.stop()
+    for worker in started:  # the test is over: killed at once, as production's faults kill them (no warm second each)
+        worker.kill()
 
 
 @pytest.fixture
@@ -184,4 +184,4 @@ def live_beat(
 
     yield start
     for beat in started:
-        beat.stop()
+        beat.kill()
