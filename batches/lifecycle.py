@@ -21,7 +21,7 @@ from batches.models import BATCH_JOB_KIND, BatchJob
 from batches.stages import clean_working_dir
 from kernel.history import Change, record_status, record_statuses
 from kernel.statemachine import check_transition
-from operations.services import end_job
+from operations.services import after_end_job, end_job, end_job_params, end_job_statements
 
 MAX_HISTORY = 200
 
@@ -127,13 +127,20 @@ def transition(job: BatchJob, steps: list[Step], *, waits: tuple[str, datetime] 
     return Transition(values, changes, status, now)
 
 
-def applied(job: BatchJob, planned: Transition, refill: Callable[[], None] | None = None) -> None:
-    """The transition was written: the job in memory follows, and an end does what ends do (`ended`, the cleanup)."""
+def applied(job: BatchJob, planned: Transition, refill: Callable[[], None] | None = None, *,
+            ended_in_batch: list[list[tuple[Any, ...]]] | None = None) -> None:
+    """The transition was written: the job in memory follows, and an end does what ends do (`ended`, the cleanup).
+
+    `ended_in_batch`: the rows of `ended_statements`, when the batch that wrote the transition
+    ran them (`ended` is then not run again).
+    """
     previous = job.status
     for name, value in planned.values.items():
         setattr(job, name, value)
     status = planned.status
-    if status in JOB_ENDED and previous not in JOB_ENDED:
+    if ended_in_batch is not None:
+        _after_ended(job, ended_in_batch, refill)
+    elif status in JOB_ENDED and previous not in JOB_ENDED:
         ended(job, status, refill)
     if status in (J.COMPLETED, J.DELETED):
         transaction.on_commit(lambda: clean_working_dir(job))
@@ -149,6 +156,37 @@ def waited(history: list[dict[str, Any]], stage: str, note: str) -> list[dict[st
     entry["waits"] = True
     entry["tries"] = 1
     return appended(history, entry)
+
+
+def ends(job: BatchJob, planned: Transition) -> bool:
+    """Whether this transition ends the job (what `ended` does follows it)."""
+    return planned.status in JOB_ENDED and job.status not in JOB_ENDED
+
+
+def ended_statements(job: BatchJob, planned: Transition, moved: str) -> tuple[list[str], dict[str, Any]]:
+    """`ended` as statements of the batch that ends the job (`kernel.sqlbatch`), each acting only where `moved` holds.
+
+    `moved`: true only if that batch's compare-and-set moved the job. Its operation's outcome
+    (`operations.services.end_job_statements`), then the newer jobs of its object let go
+    (`unblocked_*` parameters). `applied(..., ended_in_batch=rows)` does the rest.
+    """
+    statements: list[str] = []
+    params: dict[str, Any] = {"unblocked_job": job.pk, "unblocked_at": planned.now}
+    if job.batch.operation_id is not None:
+        statements += end_job_statements(moved)
+        params.update(end_job_params(job.batch.operation_id, str(job.pk), planned.status == J.COMPLETED,
+                                     str(planned.values.get("error", job.error)) if planned.status == J.FAILED else ""))
+    statements.append("UPDATE batches_batchjob SET blocked_by_id = NULL, last_modified = %(unblocked_at)s"  # noqa: S608 - constant SQL
+                      f" WHERE blocked_by_id = %(unblocked_job)s AND {moved} RETURNING id")
+    return statements, params
+
+
+def _after_ended(job: BatchJob, rows: list[list[tuple[Any, ...]]], refill: Callable[[], None] | None) -> None:
+    """After `ended_statements` ran (their rows): the operation's completion queued by its last outcome, the slots refilled."""
+    if job.batch.operation_id is not None:
+        after_end_job(job.batch.operation_id, rows[-2])
+    if rows[-1] and refill is not None:
+        refill()
 
 
 def ended(job: BatchJob, status: str, refill: Callable[[], None] | None = None) -> None:

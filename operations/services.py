@@ -7,6 +7,7 @@ insert cannot interleave with another start, so two incompatible starts never bo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,11 +15,13 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from kernel.history import record_status, record_statuses
+from kernel import sqlbatch
+from kernel.history import current_actor, record_status, record_statuses
 from operations.choices import JOB_UNFINISHED, JobStatus, OperationStatus
 from operations.commands import (
     JOBS_PER_COMMAND,
     JobContext,
+    OperationCompleteXCommand,
     OperationJobCancelXCommand,
     OperationJobXCommand,
 )
@@ -26,7 +29,9 @@ from operations.counts import failed_jobs, job_counts, skipped_jobs
 from operations.models import OPERATION_JOB_KIND, Operation, OperationJob, OperationTarget
 from operations.registry import operation_type
 from xcommands.models import Command
-from xcommands.queue import enqueue_many
+from xcommands.queue import enqueue, enqueue_many
+
+log = logging.getLogger(__name__)
 
 MAX_PARTITION = 255
 
@@ -112,6 +117,56 @@ def end_job(operation_id: int, partition: str, success: bool, error: str = "") -
     if job is None or operation is None:
         return False
     return JobContext(job, operation).mark_complete(success, error)
+
+
+def end_job_statements(moved: str) -> list[str]:
+    """`end_job` as statements of the caller's batch (`kernel.sqlbatch`), each acting only where `moved` holds.
+
+    `moved`: a condition true only if the caller's batch did what ends the job (its outcome
+    follows it, in the same transaction). The job's row is locked first, then its status record
+    and outcome are written if the job has none yet and its operation runs, then the operation
+    counts down. Parameters: those of `end_job_params`. The last statement answers (remaining,
+    target) when this outcome was written and counted; `after_end_job` takes it from there.
+    """
+    unfinished = ", ".join(f"'{status}'" for status in sorted(JOB_UNFINISHED))
+    open_job = (
+        f"operation_id = %(oj_operation)s AND partition = %(oj_partition)s AND status IN ({unfinished})"  # noqa: S608 - constant SQL
+        f" AND EXISTS (SELECT 1 FROM operations_operation WHERE id = %(oj_operation)s AND status = '{OperationStatus.RUNNING}')"
+        f" AND {moved}"
+    )
+    return [
+        "SELECT id FROM operations_operationjob WHERE operation_id = %(oj_operation)s AND partition = %(oj_partition)s"  # noqa: S608 - constant SQL
+        + sqlbatch.for_update(),
+        "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"  # noqa: S608 - constant SQL
+        f" SELECT '{OPERATION_JOB_KIND}', partition, %(oj_parent)s, status, %(oj_status)s, %(oj_at)s, %(oj_by)s,"
+        f" %(oj_reason)s FROM operations_operationjob WHERE {open_job}",
+        "UPDATE operations_operationjob SET status = %(oj_status)s, error = %(oj_error)s, finished_at = %(oj_at)s"  # noqa: S608 - constant SQL
+        f" WHERE {open_job}",
+        f"UPDATE operations_operation SET remaining = remaining - 1 WHERE id = %(oj_operation)s AND status = '{OperationStatus.RUNNING}'"  # noqa: S608
+        " AND EXISTS (SELECT 1 FROM operations_operationjob WHERE operation_id = %(oj_operation)s"
+        " AND partition = %(oj_partition)s AND status = %(oj_status)s AND finished_at = %(oj_at)s) RETURNING remaining, target",
+    ]
+
+
+def end_job_params(operation_id: int, partition: str, success: bool, error: str = "") -> dict[str, Any]:
+    """The parameters of `end_job_statements` for this outcome (written at the time now, by the current actor)."""
+    return {
+        "oj_operation": operation_id, "oj_partition": partition, "oj_parent": str(operation_id)[:140],
+        "oj_status": JobStatus.SUCCEEDED if success else JobStatus.FAILED, "oj_error": error[:8000],
+        "oj_reason": error[:4000], "oj_at": timezone.now(), "oj_by": current_actor()[:200],
+    }
+
+
+def after_end_job(operation_id: int, counted: list[tuple[Any, ...]]) -> bool:
+    """After `end_job_statements` (the last one's rows): the last outcome queues the completion; whether one was written."""
+    if not counted:
+        log.info("operation %s: an outcome was not written (written already, or the operation no longer runs)",
+                 operation_id)
+        return False
+    remaining, target = counted[0]
+    if int(remaining) == 0:
+        enqueue(OperationCompleteXCommand(operation_id=operation_id, target=target))
+    return True
 
 
 def reopen_job(operation_id: int, partition: str) -> bool:

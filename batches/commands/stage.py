@@ -29,7 +29,7 @@ from batches.dispatch import (
     runnable_head,
     runnable_jobs,
 )
-from batches.lifecycle import Step, advance, applied, transition, waited
+from batches.lifecycle import Step, advance, applied, ended_statements, ends, transition, waited
 from batches.models import Batch, BatchJob, Collection, Profile, Slot
 from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
 from kernel import sqlbatch, tries
@@ -296,21 +296,28 @@ class BatchJobStageXCommand(XCommand):
             statements.append(f"UPDATE batches_batchjob SET {sets} WHERE id = %(job)s AND status = %(status)s"  # noqa: S608 - names from the model
                               " AND stage_token = %(token)s RETURNING id")
             at = len(statements) - 1
+            # Onward, the update cannot miss; else what follows it is written only where it moved the job.
+            where = "" if onward else (
+                "EXISTS (SELECT 1 FROM batches_batchjob WHERE id = %(job)s AND stage_token = %(token)s"
+                " AND queued_at = %(moved)s)")
             records = status_rows(planned.changes)
             if records:
-                # Onward, the update cannot miss; else a record is written only where this update moved the job.
-                where = "" if onward else (
-                    "EXISTS (SELECT 1 FROM batches_batchjob WHERE id = %(job)s AND stage_token = %(token)s"
-                    " AND queued_at = %(moved)s)")
                 inserts, values = sqlbatch.insert_rows(records, prefix="_rec", where=where)
                 statements += inserts
                 params.update(values)
-            moved = bool(sqlbatch.run(statements, params)[at])
+            ending = len(statements)
+            ending_now = ends(job, planned)
+            if ending_now:  # its operation's outcome, newer jobs of its object let go: in the same batch
+                endings, values = ended_statements(job, planned, where)
+                statements += endings
+                params.update(values)
+            answers = sqlbatch.run(statements, params)
+            moved = bool(answers[at])
             names.extend(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)")
                          for ran, step in zip(recorded, steps, strict=True))
             if not moved:
                 return False
-            applied(job, planned, fill_after_commit)
+            applied(job, planned, fill_after_commit, ended_in_batch=answers[ending:] if ending_now else None)
             if keeps:
                 return True
             release(job.pk, cleared=True)

@@ -29,8 +29,8 @@ def compare_and_sets(sqls: list[str]) -> list[str]:
     """The job's compare-and-set updates among these statements: the ORM's, and the hot path's raw ones (`_record_onward`)."""
     # A batch of raw statements is one logged entry on PostgreSQL, its statements joined by ";\n".
     bare = [statement.replace('"', "") for sql in sqls for statement in sql.split(";\n")]
-    return [sql for sql in bare if sql.startswith("UPDATE batches_batchjob SET") and "queued_at =" in sql
-            and "stage_token =" in sql]
+    return [sql for sql in bare if sql.startswith("UPDATE batches_batchjob SET") and "queued_at =" in sql.split(" WHERE ")[0]
+            and "stage_token =" in sql.split(" WHERE ", 1)[-1]]
 
 
 def test_stages_run_in_a_row_are_recorded_in_three_steps_and_each_is_still_a_try(ingest: Ingest) -> None:

@@ -7,12 +7,23 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.utils import timezone
 
+from kernel import sqlbatch
+from kernel.models import StatusRecord
 from operations.choices import JobStatus, OperationStatus
 from operations.commands import JobContext, OperationCompleteXCommand
 from operations.models import Operation, OperationJob
-from operations.services import OperationConflict, cancel_operation, progress, start_operation
+from operations.services import (
+    OperationConflict,
+    after_end_job,
+    cancel_operation,
+    end_job_params,
+    end_job_statements,
+    progress,
+    start_operation,
+)
 from statusservice.operations import lost_completions
 from tests.operations.types import COMPLETIONS
 from tests.support.engine import run_all, run_pending_commands
@@ -170,3 +181,39 @@ def test_keys_of_completions_are_reserved() -> None:
     """Nobody queues keyed jobs under `operation:`: they could hold up a target's completions."""
     with pytest.raises(TaskNotAllowed, match="reserved"):
         enqueue_job("operation:table-1", "examples.noop")
+
+
+def end_in_batch(operation: Operation, partition: str, success: bool, error: str = "", *, moved: bool = True) -> bool:
+    """`end_job_statements` run in a batch whose own write did (or did not) happen, then `after_end_job`."""
+    condition = "1 = 1" if moved else "1 = 0"
+    with transaction.atomic():
+        rows = sqlbatch.run(end_job_statements(condition),
+                            end_job_params(operation.pk, partition, success, error))
+        return after_end_job(operation.pk, rows[-1])
+
+
+def test_an_outcome_written_in_the_callers_batch_is_written_once_and_the_last_one_queues_the_completion() -> None:
+    """As `end_job`: the outcome and its status record once, nothing where the caller's write did not happen, the
+    countdown, and the completion queued by the last outcome only; an ended operation takes no outcome."""
+    operation = start_operation("test.steps", "table-1", {}, ["p1", "p2"])
+    Command.objects.all().delete()  # the jobs are driven by hand here
+    assert end_in_batch(operation, "p1", True, moved=False) is False
+    assert statuses(operation)["p1"] == JobStatus.ABSENT
+    assert end_in_batch(operation, "p1", False, "bad 'input'") is True
+    assert end_in_batch(operation, "p1", True) is False  # written once
+    job = operation.jobs.get(partition="p1")
+    assert (job.status, job.error) == (JobStatus.FAILED, "bad 'input'") and job.finished_at is not None
+    records = list(StatusRecord.objects.filter(kind="operation-job", object_id="p1").values_list(
+        "parent_id", "from_status", "to_status", "reason"))
+    assert records == [(str(operation.pk), JobStatus.ABSENT, JobStatus.FAILED, "bad 'input'")]
+    assert not Command.objects.filter(name=OperationCompleteXCommand.command_name).exists()
+    operation.refresh_from_db()
+    assert operation.remaining == 1
+    assert end_in_batch(operation, "p2", True) is True
+    assert Command.objects.filter(name=OperationCompleteXCommand.command_name, key__contains="table-1").count() == 1
+    run_all()
+    operation.refresh_from_db()
+    assert operation.status == OperationStatus.FAILED and COMPLETIONS == [("table-1", False)]
+    other = start_operation("test.steps", "table-2", {}, ["q1"])
+    cancel_operation(other.pk)
+    assert end_in_batch(other, "q1", True) is False and statuses(other) == {"q1": JobStatus.CANCELLED}
