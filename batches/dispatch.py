@@ -76,12 +76,32 @@ def runnable_head() -> tuple[int, int] | None:
     return None if row is None else (int(row[0]), int(row[1]))
 
 
-def _head(column: str) -> str:
-    """The best runnable job's `column` (`runnable_jobs`, the partial index's predicate written out for the plan)."""
+def _runnable(alias: str) -> str:
+    """`runnable_jobs`' condition on `alias` at %(now)s, the partial index's predicate written out for the plan."""
     statuses = ", ".join(f"'{status}'" for status in sorted(QUEUES))
-    return (f"(SELECT h.{column} FROM batches_batchjob h WHERE h.status IN ({statuses}) AND NOT h.dispatched"  # noqa: S608 - constant SQL
-            " AND h.blocked_by_id IS NULL AND (h.not_before IS NULL OR h.not_before <= %(now)s)"
-            " ORDER BY h.priority, h.id LIMIT 1)")
+    return (f"{alias}.status IN ({statuses}) AND NOT {alias}.dispatched AND {alias}.blocked_by_id IS NULL"
+            f" AND ({alias}.not_before IS NULL OR {alias}.not_before <= %(now)s)")
+
+
+def _head(column: str) -> str:
+    """The best runnable job's `column` (`runnable_jobs`)."""
+    return f"(SELECT h.{column} FROM batches_batchjob h WHERE {_runnable('h')} ORDER BY h.priority, h.id LIMIT 1)"  # noqa: S608 - constant SQL
+
+
+def hand_over_statements(moved: str) -> list[str]:
+    """The end of a stage's batch that gives the job's slot up (`kernel.sqlbatch`), acting only where `moved` holds.
+
+    The job's slot (id, number), locked, and the best runnable job (id, status, object key,
+    token), locked unless another dispatcher holds it (SKIP LOCKED, as `fill_slots` takes
+    jobs). Parameters `job` and `now`; `batches.commands.stage.hand_over` gives the slot.
+    """
+    return [
+        f"SELECT s.id, s.number FROM batches_slot s WHERE s.job_id = %(job)s AND {moved}" + sqlbatch.for_update(),  # noqa: S608 - constant SQL
+        sqlbatch.Planned(
+            f"SELECT h.id, h.status, h.object_key, h.stage_token FROM batches_batchjob h WHERE {_runnable('h')}"  # noqa: S608 - constant SQL
+            f" AND {moved} ORDER BY h.priority, h.id LIMIT 1" + sqlbatch.for_update(skip_locked=True)
+        ),
+    ]
 
 
 def locked_with_head_statement() -> str:

@@ -24,6 +24,7 @@ from batches.choices import QUEUES
 from batches.choices import JobStatus as J
 from batches.config import settings_read_once, slots
 from batches.dispatch import (
+    hand_over_statements,
     keeps_slot,
     locked_with_head_statement,
     runnable_head,
@@ -311,16 +312,19 @@ class BatchJobStageXCommand(XCommand):
                 endings, values = ended_statements(job, planned, where)
                 statements += endings
                 params.update(values)
+            handing = len(statements)
+            if not keeps:  # its slot and the next job for it, read and locked in the same batch
+                statements += hand_over_statements(where or "1 = 1")
             answers = sqlbatch.run(statements, params)
             moved = bool(answers[at])
             names.extend(f"{ran.stage}->{step.to}" + ("" if moved else " (not recorded)")
                          for ran, step in zip(recorded, steps, strict=True))
             if not moved:
                 return False
-            applied(job, planned, fill_after_commit, ended_in_batch=answers[ending:] if ending_now else None)
+            applied(job, planned, fill_after_commit, ended_in_batch=answers[ending:handing] if ending_now else None)
             if keeps:
                 return True
-            release(job.pk, cleared=True)
+            hand_over(job.pk, answers[handing], answers[handing + 1])
         return False
 
     def _keep_tries(self, kept: list[tuple[Ran, str, str, str]]) -> None:
@@ -419,6 +423,28 @@ def release(job_id: int, *, hand_over: bool = True, cleared: bool = False) -> No
     slot.job_id = None
     slot.since = None
     slot.save(update_fields=["job", "since"])
+
+
+def hand_over(job_id: int, slot_rows: list[tuple[Any, ...]], next_rows: list[tuple[Any, ...]]) -> None:
+    """`release(job_id, cleared=True)` from what `hand_over_statements` read and locked in the caller's batch.
+
+    The slot (if the job held one) goes to the next runnable job and its stage is queued, unless
+    none waits or the slot is above BATCH_SLOTS (draining): then it is freed.
+    """
+    if not slot_rows:
+        return
+    slot_id, number = slot_rows[0]
+    now = timezone.now()
+    if next_rows and number <= slots():
+        taken, status, key, token = next_rows[0]
+        sqlbatch.run([
+            "UPDATE batches_batchjob SET dispatched = %(yes)s, stage_token = %(token)s, last_modified = %(now)s"
+            " WHERE id = %(taken)s",
+            "UPDATE batches_slot SET job_id = %(taken)s, since = %(now)s WHERE id = %(slot)s",
+        ], {"yes": True, "token": token + 1, "now": now, "taken": taken, "slot": slot_id})
+        enqueue(BatchJobStageXCommand(job_id=taken, stage=status, token=token + 1, key=key))
+        return
+    sqlbatch.run(["UPDATE batches_slot SET job_id = NULL, since = NULL WHERE id = %(slot)s"], {"slot": slot_id})
 
 
 def fill_after_commit() -> None:

@@ -11,8 +11,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from batches.choices import JobStatus as J
-from batches.commands.stage import fill_slots
-from batches.dispatch import ensure_slots, locked_with_head_statement, runnable_head, runnable_jobs
+from batches.commands.stage import BatchJobStageXCommand, fill_slots
+from batches.dispatch import (
+    ensure_slots,
+    hand_over_statements,
+    locked_with_head_statement,
+    runnable_head,
+    runnable_jobs,
+)
 from batches.models import Batch, BatchJob, Slot
 from kernel import sqlbatch
 from tests.support.batches import Ingest, settle
@@ -150,15 +156,16 @@ def _positional(statement: str) -> tuple[str, tuple[str, ...]]:
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's generic plans of prepared statements")
-def test_the_locked_reads_generic_plan_takes_the_head_from_the_partial_index_of_runnable_jobs(ingest: Ingest) -> None:
-    """Planned once for any values (as the batch prepares it), the read finds the head through `batch_job_runnable_idx`;
+def test_the_generic_plans_of_the_locked_read_and_the_hand_over_take_the_head_from_the_partial_index(ingest: Ingest) -> None:
+    """Planned once for any values (as the batch prepares them), both reads find the head through `batch_job_runnable_idx`;
     with its status list sent as parameters the same plan could not (why the statement is `Planned`)."""
     stored_jobs(ingest, [5] * 50)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE batches_batchjob")
-    statement = locked_with_head_statement()
     plans = []
-    for name, text in (("planned", statement), ("unplanned", str(statement))):
+    for name, text in [(f"{kind}_{number}", form) for number, statement in
+                       enumerate([locked_with_head_statement(), hand_over_statements("1 = 1")[1]])
+                       for kind, form in (("planned", statement), ("unplanned", str(statement)))]:
         sql, order = _positional(text)
         with connection.cursor() as cursor:
             cursor.execute("SET plan_cache_mode = force_generic_plan")
@@ -167,8 +174,9 @@ def test_the_locked_reads_generic_plan_takes_the_head_from_the_partial_index_of_
             cursor.execute(f"EXPLAIN EXECUTE {name}({args})")
             plans.append("\n".join(row[0] for row in cursor.fetchall()))
             cursor.execute(f"DEALLOCATE {name}")
-    assert "batch_job_runnable_idx" in plans[0], plans[0]
-    assert "batch_job_runnable_idx" not in plans[1], plans[1]
+    for planned, unplanned in (plans[0:2], plans[2:4]):  # the locked read, the hand-over's read
+        assert "batch_job_runnable_idx" in planned, planned
+        assert "batch_job_runnable_idx" not in unplanned, unplanned
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's planner")
@@ -181,3 +189,39 @@ def test_sqlite_finds_the_head_of_the_locked_read_through_the_partial_index(inge
                        {"job": 1, "status": "pending", "token": 0, "now": "2026-01-01 00:00:00"})
         steps = [str(row[3]) for row in cursor.fetchall()]
     assert any("batch_job_runnable_idx" in step for step in steps), steps
+
+
+def ending_in_slot(job: BatchJob, number: int) -> BatchJob:
+    """The job in its last stage (notify), dispatched in slot `number` under token 1."""
+    BatchJob.objects.filter(pk=job.pk).update(status=J.NOTIFY, dispatched=True, stage_token=1)
+    Slot.objects.filter(number=number).update(job=job, since=timezone.now())
+    return BatchJob.objects.get(pk=job.pk)
+
+
+def test_a_stage_that_ends_hands_its_slot_to_the_best_runnable_job_in_the_same_transaction(ingest: Ingest) -> None:
+    """The job completes; its slot goes to the lowest priority number waiting (dispatched, its token raised, its stage
+    queued under its object's key); an asleep job is passed over."""
+    ensure_slots()
+    ending, worse, better, asleep = stored_jobs(ingest, [5, 4, 2, 1])
+    BatchJob.objects.filter(pk=asleep.pk).update(not_before=timezone.now() + timedelta(minutes=5))
+    ending = ending_in_slot(ending, 1)
+    BatchJobStageXCommand(job_id=ending.pk, stage=J.NOTIFY, token=1).run()
+    assert BatchJob.objects.get(pk=ending.pk).status == J.COMPLETED
+    assert Slot.objects.get(number=1).job_id == better.pk
+    taken = BatchJob.objects.get(pk=better.pk)
+    assert (taken.dispatched, taken.stage_token) == (True, 1)
+    queued = Command.objects.get(name="batches.BatchJobStageXCommand")
+    assert (queued.key, queued.params["job_id"], queued.params["token"]) == (better.object_key, better.pk, 1)
+    assert not BatchJob.objects.get(pk=worse.pk).dispatched and not BatchJob.objects.get(pk=asleep.pk).dispatched
+
+
+def test_a_stage_that_ends_in_a_slot_above_the_slots_frees_it_and_takes_nobody(ingest: Ingest, settings: object) -> None:
+    """Slots above BATCH_SLOTS drain: the ending job's slot is freed, the waiting job keeps waiting for a slot in range."""
+    ensure_slots()
+    ending, waiting = stored_jobs(ingest, [5, 1])
+    ending = ending_in_slot(ending, 2)
+    settings.BATCH_SLOTS = 1  # type: ignore[attr-defined]
+    BatchJobStageXCommand(job_id=ending.pk, stage=J.NOTIFY, token=1).run()
+    assert BatchJob.objects.get(pk=ending.pk).status == J.COMPLETED
+    assert Slot.objects.get(number=2).job_id is None and not BatchJob.objects.get(pk=waiting.pk).dispatched
+    assert not Command.objects.filter(name="batches.BatchJobStageXCommand").exists()
