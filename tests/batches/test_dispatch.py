@@ -21,6 +21,7 @@ from batches.dispatch import (
 )
 from batches.models import Batch, BatchJob, Slot
 from kernel import sqlbatch
+from kernel.history import acting_as
 from tests.support.batches import Ingest, settle
 from tests.support.engine import run_pending_commands
 from xcommands.models import Command
@@ -191,6 +192,12 @@ def test_sqlite_finds_the_head_of_the_locked_read_through_the_partial_index(inge
     assert any("batch_job_runnable_idx" in step for step in steps), steps
 
 
+def run_stage(job: BatchJob) -> None:
+    """The job's notify stage under token 1, in this thread (the actor it names is this block's only)."""
+    with acting_as("test"):
+        BatchJobStageXCommand(job_id=job.pk, stage=J.NOTIFY, token=1).run()
+
+
 def ending_in_slot(job: BatchJob, number: int) -> BatchJob:
     """The job in its last stage (notify), dispatched in slot `number` under token 1."""
     BatchJob.objects.filter(pk=job.pk).update(status=J.NOTIFY, dispatched=True, stage_token=1)
@@ -205,7 +212,7 @@ def test_a_stage_that_ends_hands_its_slot_to_the_best_runnable_job_in_the_same_t
     ending, worse, better, asleep = stored_jobs(ingest, [5, 4, 2, 1])
     BatchJob.objects.filter(pk=asleep.pk).update(not_before=timezone.now() + timedelta(minutes=5))
     ending = ending_in_slot(ending, 1)
-    BatchJobStageXCommand(job_id=ending.pk, stage=J.NOTIFY, token=1).run()
+    run_stage(ending)
     assert BatchJob.objects.get(pk=ending.pk).status == J.COMPLETED
     assert Slot.objects.get(number=1).job_id == better.pk
     taken = BatchJob.objects.get(pk=better.pk)
@@ -221,7 +228,7 @@ def test_a_stage_that_ends_in_a_slot_above_the_slots_frees_it_and_takes_nobody(i
     ending, waiting = stored_jobs(ingest, [5, 1])
     ending = ending_in_slot(ending, 2)
     settings.BATCH_SLOTS = 1  # type: ignore[attr-defined]
-    BatchJobStageXCommand(job_id=ending.pk, stage=J.NOTIFY, token=1).run()
+    run_stage(ending)
     assert BatchJob.objects.get(pk=ending.pk).status == J.COMPLETED
     assert Slot.objects.get(number=2).job_id is None and not BatchJob.objects.get(pk=waiting.pk).dispatched
     assert not Command.objects.filter(name="batches.BatchJobStageXCommand").exists()
