@@ -14,7 +14,8 @@ they are written once, with named parameters (`%(name)s`), and run:
   plans prepared statements generically (`plan_cache_mode`, set when it connects): a plan
   built for `status = 'RUNNING'` could otherwise pick a partial index on that status and read
   every running row to find one id.
-- SQLite: one statement after another inside one transaction (there is no round trip to save).
+- SQLite: one statement after another, in the caller's transaction (no savepoint: an error
+  spoils it, as on PostgreSQL) or in one of their own (there is no round trip to save).
 
 Each statement sees what the earlier ones wrote, so a later one can act only if an earlier
 one did (`WHERE EXISTS (...)` on the row it marked). Each statement's rows are returned.

@@ -136,7 +136,7 @@ def end_job_statements(moved: str) -> list[str]:
     )
     return [
         "SELECT id FROM operations_operationjob WHERE operation_id = %(oj_operation)s AND partition = %(oj_partition)s"  # noqa: S608 - constant SQL
-        + sqlbatch.for_update(),
+        f" AND {moved}" + sqlbatch.for_update(),
         "INSERT INTO kernel_statusrecord (kind, object_id, parent_id, from_status, to_status, at, by, reason)"  # noqa: S608 - constant SQL
         f" SELECT '{OPERATION_JOB_KIND}', partition, %(oj_parent)s, status, %(oj_status)s, %(oj_at)s, %(oj_by)s,"
         f" %(oj_reason)s FROM operations_operationjob WHERE {open_job}",

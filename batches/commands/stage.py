@@ -78,7 +78,7 @@ class Ran:
 
 
 @cache
-def _load_state_sql() -> str:  # noqa: N802 - a constant, built once the models are ready
+def _load_state_sql() -> str:
     """`BatchJobStageXCommand.load_state`'s statement: the job, its batch, profile, collection, slot, earlier tries."""
     return (
         f"SELECT {sqlbatch.columns(BatchJob, 'j')}, {sqlbatch.columns(Batch, 'b')}, {sqlbatch.columns(Profile, 'p')},"  # noqa: S608 - constant SQL
@@ -383,14 +383,18 @@ def _take(slot: Slot) -> BatchJob | None:
     ).first()
     if job is None:
         return None
-    now = timezone.now()
-    token = job.stage_token + 1
-    BatchJob.objects.filter(pk=job.pk).update(dispatched=True, stage_token=token)
-    slot.job_id = job.pk
-    slot.since = now
-    slot.save(update_fields=["job", "since"])
-    enqueue(BatchJobStageXCommand(job_id=job.pk, stage=job.status, token=token, key=job.object_key))
+    _give(slot.pk, job.pk, job.status, job.object_key, job.stage_token)
     return job
+
+
+def _give(slot_id: int, job_id: int, status: str, key: str, token: int) -> None:
+    """The slot to this runnable job (both locked by the caller): the job dispatched under a new token, its stage queued."""
+    sqlbatch.run([
+        "UPDATE batches_batchjob SET dispatched = %(yes)s, stage_token = %(token)s, last_modified = %(now)s"
+        " WHERE id = %(taken)s",
+        "UPDATE batches_slot SET job_id = %(taken)s, since = %(now)s WHERE id = %(slot)s",
+    ], {"yes": True, "token": token + 1, "now": timezone.now(), "taken": job_id, "slot": slot_id})
+    enqueue(BatchJobStageXCommand(job_id=job_id, stage=status, token=token + 1, key=key))
 
 
 def fill_slots(limit: int | None = None) -> int:
@@ -434,15 +438,8 @@ def hand_over(job_id: int, slot_rows: list[tuple[Any, ...]], next_rows: list[tup
     if not slot_rows:
         return
     slot_id, number = slot_rows[0]
-    now = timezone.now()
     if next_rows and number <= slots():
-        taken, status, key, token = next_rows[0]
-        sqlbatch.run([
-            "UPDATE batches_batchjob SET dispatched = %(yes)s, stage_token = %(token)s, last_modified = %(now)s"
-            " WHERE id = %(taken)s",
-            "UPDATE batches_slot SET job_id = %(taken)s, since = %(now)s WHERE id = %(slot)s",
-        ], {"yes": True, "token": token + 1, "now": now, "taken": taken, "slot": slot_id})
-        enqueue(BatchJobStageXCommand(job_id=taken, stage=status, token=token + 1, key=key))
+        _give(slot_id, *next_rows[0])
         return
     sqlbatch.run(["UPDATE batches_slot SET job_id = NULL, since = NULL WHERE id = %(slot)s"], {"slot": slot_id})
 
