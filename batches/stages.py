@@ -32,6 +32,7 @@ from typing import Any
 from celery import current_app as app  # project.celery's app, set up by this process
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from batches.choices import JobStatus as J
 from batches.choices import SubmissionType
@@ -52,6 +53,7 @@ from batches.sources import (
     read_bytes,
     size_of,
 )
+from kernel import sqlbatch
 from xcommands.errors import TransientError
 
 log = logging.getLogger(__name__)
@@ -340,16 +342,25 @@ def mint(job: BatchJob) -> str:
 
     The identifier is stored only on a job that has none (a compare-and-set, which on
     PostgreSQL waits for a concurrent mint to commit); when another run minted first, this
-    mint is rolled back and theirs is the job's.
+    mint is rolled back and theirs is the job's. Two batches of raw statements (`kernel.sqlbatch`):
+    the row that numbers the identifier, then the job's and the row's writes.
     """
     prefix = job.batch.profile.identifier_prefix
+    now = timezone.now()
+    numbered, params = sqlbatch.insert_rows(
+        [MintedIdentifier(identifier=f"pending-{job.pk}-{time.monotonic_ns()}", job_id=job.pk, created_at=now)])
+    sets, values = sqlbatch.update_set(BatchJob, {"primary_id": "", "minted": True}, now)
     try:
         with transaction.atomic():
-            row = MintedIdentifier.objects.create(identifier=f"pending-{job.pk}-{time.monotonic_ns()}", job_id=job.pk)
-            identifier = f"{prefix}{_base32(row.pk)}"
-            if not BatchJob.objects.filter(pk=job.pk, primary_id="").update(primary_id=identifier, minted=True):
+            row = sqlbatch.run([numbered[0] + " RETURNING id"], params)[0][0][0]
+            identifier = f"{prefix}{_base32(row)}"
+            values[f"_set_{BatchJob._meta.get_field('primary_id').column}"] = identifier
+            stored = sqlbatch.run([
+                f"UPDATE batches_batchjob SET {sets} WHERE id = %(job)s AND primary_id = '' RETURNING id",  # noqa: S608 - names from the model
+                "UPDATE batches_mintedidentifier SET identifier = %(identifier)s WHERE id = %(row)s",
+            ], {**values, "job": job.pk, "row": row, "identifier": identifier})[0]
+            if not stored:
                 raise _MintedMeanwhile
-            MintedIdentifier.objects.filter(pk=row.pk).update(identifier=identifier)
     except _MintedMeanwhile:
         identifier = BatchJob.objects.filter(pk=job.pk).values_list("primary_id", flat=True).get()
         job.primary_id = identifier
@@ -372,11 +383,14 @@ def _base32(number: int) -> str:
 
 def identify(job: BatchJob) -> str:
     """The object's primary id: supplied, found by a local id, or minted; refused when they disagree."""
-    collection = job.batch.collection_id
-    known = {
-        row.local_id: row.object.primary_id
-        for row in InventoryLocalId.objects.filter(collection_id=collection, local_id__in=job.local_ids).select_related("object")
-    }
+    known: dict[str, str] = {}
+    if job.local_ids:
+        listed, params = sqlbatch.in_list(list(dict.fromkeys(job.local_ids)), "_local")
+        known = dict(sqlbatch.run([
+            "SELECT l.local_id, o.primary_id FROM batches_inventorylocalid l"  # noqa: S608 - constant SQL
+            " JOIN batches_inventoryobject o ON o.id = l.object_id"
+            f" WHERE l.collection_id = %(collection)s AND l.local_id IN {listed}",
+        ], {**params, "collection": job.batch.collection_id})[0])
     found = sorted(set(known.values()))
     if len(found) > 1:
         raise StageFailed(f"local ids {sorted(known)} belong to different objects: {', '.join(found)}")
@@ -440,42 +454,71 @@ def processing(job: BatchJob) -> Outcome:
 def recording(job: BatchJob) -> Outcome:
     """The object, its local ids and this version's files into the inventory (once per job).
 
-    One transaction, the object's row locked (or created). Two jobs creating the same object or
-    local id at once (different object keys: not expected) meet at the unique constraints: the
-    loser's transaction rolls back and the stage is retried, and then sees the winner's rows.
+    One transaction, the object's row locked (or created), in two batches of raw statements
+    (`kernel.sqlbatch`): the object and the known local ids read, then every write. Two jobs
+    creating the same object or local id at once (different object keys: not expected) meet
+    at the unique constraints: the loser's transaction rolls back and the stage is retried,
+    and then sees the winner's rows.
     """
     if job.inventory_version is not None:
         return Outcome(J.NOTIFY, note=f"recorded already as version {job.inventory_version}")
     collection = job.batch.collection_id
+    local_ids = list(dict.fromkeys(job.local_ids))
+    params: dict[str, Any] = {"collection": collection, "primary": job.primary_id, "job": job.pk}
+    reads = [
+        f"SELECT {sqlbatch.columns(InventoryObject, 'o')} FROM batches_inventoryobject o"  # noqa: S608 - constant SQL
+        " WHERE o.collection_id = %(collection)s AND o.primary_id = %(primary)s" + sqlbatch.for_update(),
+    ]
+    if local_ids:
+        listed, values = sqlbatch.in_list(local_ids, "_local")
+        params.update(values)
+        reads.append("SELECT l.local_id, l.object_id FROM batches_inventorylocalid l"  # noqa: S608 - constant SQL
+                      f" WHERE l.collection_id = %(collection)s AND l.local_id IN {listed}")
+    # The object's key, in a batch that may create the object: read when each row is written.
+    key = {"object_id": "(SELECT i.id FROM batches_inventoryobject i WHERE i.collection_id = %(collection)s"
+                        " AND i.primary_id = %(primary)s)"}
     try:
         with transaction.atomic():
-            obj = InventoryObject.objects.select_for_update().filter(
-                collection_id=collection, primary_id=job.primary_id,
-            ).first() or InventoryObject(collection_id=collection, primary_id=job.primary_id, version=0)
-            known = dict(InventoryLocalId.objects.filter(collection_id=collection, local_id__in=job.local_ids)
-                         .values_list("local_id", "object_id"))
-            for local in job.local_ids:
+            answers = sqlbatch.run(reads, params)
+            obj = (sqlbatch.load(InventoryObject, answers[0][0]) if answers[0]
+                   else InventoryObject(collection_id=collection, primary_id=job.primary_id, version=0))
+            known = dict(answers[1]) if local_ids else {}
+            for local in local_ids:
                 if local in known and known[local] != obj.pk:
                     raise StageFailed(f"local id {local} is recorded for another object")
+            now = timezone.now()
             obj.version += 1
             obj.local_ids = sorted(set(obj.local_ids) | set(job.local_ids))
             obj.title = job.title or job.batch.erc_what or obj.title
             obj.creator = job.creator or job.batch.erc_who or obj.creator
             obj.date = job.date or job.batch.erc_when or obj.date
-            obj.save()
-            InventoryLocalId.objects.bulk_create([
-                InventoryLocalId(collection_id=collection, local_id=local, object=obj)
-                for local in dict.fromkeys(job.local_ids) if local not in known
-            ])
-            InventoryFile.objects.bulk_create([
-                InventoryFile(
-                    object=obj, version=obj.version, name=entry["name"], size=int(entry.get("size") or 0),
+            obj.last_modified = now
+            if obj.pk is None:
+                statements, values = sqlbatch.insert_rows([obj], prefix="_obj")
+            else:
+                sets, values = sqlbatch.update_set(InventoryObject, {
+                    name: getattr(obj, name) for name in ("version", "local_ids", "title", "creator", "date")
+                }, now)
+                statements = [f"UPDATE batches_inventoryobject SET {sets} WHERE id = %(object)s"]  # noqa: S608 - names from the model
+                params["object"] = obj.pk
+            params.update(values)
+            rows: list[tuple[list[Any], str]] = [
+                ([InventoryLocalId(collection_id=collection, local_id=local) for local in local_ids if local not in known],
+                 "_lid"),
+                ([InventoryFile(
+                    version=obj.version, name=entry["name"], size=int(entry.get("size") or 0),
                     digest_algorithm=(entry.get("computed") or {}).get("algorithm", ""),
                     digest_value=(entry.get("computed") or {}).get("value", ""), job_id=job.pk,
-                )
-                for entry in job.files
-            ])
-            BatchJob.objects.filter(pk=job.pk).update(inventory_version=obj.version)
+                ) for entry in job.files], "_file"),
+            ]
+            for instances, prefix in rows:
+                if instances:
+                    inserts, values = sqlbatch.insert_rows(instances, prefix=prefix, expressions=key)
+                    statements += inserts
+                    params.update(values)
+            sets, values = sqlbatch.update_set(BatchJob, {"inventory_version": obj.version}, now, prefix="_job_")
+            statements.append(f"UPDATE batches_batchjob SET {sets} WHERE id = %(job)s")  # noqa: S608 - names from the model
+            sqlbatch.run(statements, {**params, **values})
     except IntegrityError as exc:
         raise TransientError(f"recording {job.primary_id}: recorded at the same time by another job: {exc}") from exc
     job.inventory_version = obj.version

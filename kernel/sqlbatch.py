@@ -215,33 +215,56 @@ def _columns(model: type[Model], alias: str, vendor: str) -> str:
     return ", ".join(f"{alias}.{connection.ops.quote_name(str(field.column))}" for field in model._meta.concrete_fields)
 
 
-def insert_select(model: type[Model], values: Mapping[str, Any], where: str, returning: str = "") -> tuple[str, dict[str, Any]]:
+def in_list(values: Sequence[Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """`(%(<prefix>0)s, ...)` for an `IN` of these values (at least one), and its parameters."""
+    if not values:
+        raise ValueError("in_list: no value")
+    params = {f"{prefix}{index}": value for index, value in enumerate(values)}
+    return "(" + ", ".join(f"%({name})s" for name in params) + ")", params
+
+
+def insert_select(model: type[Model], values: Mapping[str, Any], where: str, returning: str = "", *,
+                  expressions: Mapping[str, str] | None = None, source: str = "",
+                  prefix: str = "_row_") -> tuple[str, dict[str, Any]]:
     """An `INSERT ... SELECT ... WHERE where` of one `model` row: its statement and the parameters to add to the batch's.
 
     `values` by field name (a foreign key by its column's name, `workflow_id`, its value the
     key); every other column takes the field's default, so a column added to
     the model later is filled as the ORM would fill it. Values are prepared as the ORM saves
-    them (JSON, datetimes), each a parameter named `_row_<column>`.
+    them (JSON, datetimes), each a parameter named `<prefix><column>`. `expressions` gives
+    columns (by name) an SQL expression instead, read when the statement runs (a number an
+    earlier statement of the batch took), over the rows of `source` (a FROM clause) if given.
     """
-    names, params = [], {}
+    names, params, selected = [], {}, []
+    computed = expressions or {}
     for field in model._meta.concrete_fields:
-        value = values[field.name] if field.name in values else values.get(field.attname, field.get_default())
-        key = f"_row_{field.column}"
         names.append(connection.ops.quote_name(str(field.column)))
+        if field.column in computed:
+            selected.append(computed[str(field.column)])
+            continue
+        if field.primary_key and field.auto_created and field.name not in values and field.attname not in values:
+            names.pop()  # an automatic key not given: the database numbers the row
+            continue
+        value = values[field.name] if field.name in values else values.get(field.attname, field.get_default())
+        key = f"{prefix}{field.column}"
         params[key] = field.get_db_prep_save(value, connection)
+        selected.append(f"%({key})s")
     table = connection.ops.quote_name(model._meta.db_table)
-    select = ", ".join(f"%({key})s" for key in params)
-    statement = f"INSERT INTO {table} ({', '.join(names)}) SELECT {select} WHERE {where}"  # noqa: S608 - names from the model
+    rows = f" FROM {source}" if source else ""
+    statement = f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(selected)}{rows} WHERE {where}"  # noqa: S608 - names from the model
     return statement + (f" RETURNING {returning}" if returning else ""), params
 
 
-def insert_rows(instances: Sequence[Model], prefix: str = "_ins", where: str = "") -> tuple[list[str], dict[str, Any]]:
+def insert_rows(instances: Sequence[Model], prefix: str = "_ins", where: str = "", *,
+                expressions: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
     """An INSERT of these unsaved rows of one model, as `bulk_create` writes them: its statements and parameters.
 
     Every concrete column but an automatic key, each value prepared as the ORM saves it, named
     `<prefix><row>_<column>`; the caller adds the parameters to its batch's. One statement for
     all the rows, or with `where` one `INSERT ... SELECT ... WHERE where` a row (each acts only
-    if the condition holds when it runs: what an earlier statement wrote).
+    if the condition holds when it runs: what an earlier statement wrote). `expressions` gives
+    columns (by name) an SQL expression instead, the same for every row and read when the
+    statement runs (the key of a row an earlier statement of the batch wrote).
     """
     if not instances:
         raise ValueError("insert_rows: no row")
@@ -252,6 +275,9 @@ def insert_rows(instances: Sequence[Model], prefix: str = "_ins", where: str = "
     for number, instance in enumerate(instances):
         keys = []
         for field in fields:
+            if expressions and field.column in expressions:
+                keys.append(expressions[str(field.column)])
+                continue
             key = f"{prefix}{number}_{field.column}"
             params[key] = field.get_db_prep_save(getattr(instance, field.attname), connection)
             keys.append(f"%({key})s")

@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from kernel import sqlbatch
 from xcommands.base import XCommand, registered_command
 from xcommands.choices import ACTIVE_STATUSES, CommandStatus
 from xcommands.models import Command, CommandKey
@@ -89,6 +90,52 @@ def enqueue(
         if is_head and start <= now:
             ring_on_commit(row)
     return row
+
+
+def enqueue_statements(command: XCommand, prefix: str = "_cmd") -> tuple[list[str], dict[str, Any]]:
+    """`enqueue` as statements of the caller's batch (`kernel.sqlbatch`), and their parameters.
+
+    The key is numbered and locked, then the row written with the next number, a wake-up time
+    if it is its key's head, and the class's retries, as `enqueue` writes it. The batch runs
+    in the caller's transaction (the key's lock is held to its end); its last statement answers
+    the row's (id, wake_at): give its rows to `enqueued`, which rings a head after commit.
+    Parameters are named `<prefix>_...`.
+    """
+    name = type(command).command_name
+    registered_command(name)
+    key = command.job_key()
+    if not key or len(key) > MAX_KEY_LENGTH:
+        raise ValueError(f"job key must be 1 to {MAX_KEY_LENGTH} characters, got {key!r}")
+    now = timezone.now()
+    keys = CommandKey._meta.db_table
+    active = ", ".join(f"'{status}'" for status in sorted(ACTIVE_STATUSES))
+    insert, params = sqlbatch.insert_select(
+        Command,
+        {"key": key, "name": name, "params": command.to_params(), "status": CommandStatus.PENDING,
+         "max_retries": type(command).max_retries, "not_before": now, "enqueued_at": now},
+        f"k.key = %({prefix}_key)s",
+        returning="id, wake_at",
+        expressions={
+            "seq": "k.next_seq",
+            # A head is rung now (and again by the sweep later); a command behind others by its predecessor.
+            "wake_at": f"CASE WHEN EXISTS (SELECT 1 FROM {Command._meta.db_table} c WHERE c.key = k.key"  # noqa: S608 - names are ours
+                       f" AND c.status IN ({active}) AND c.seq < k.next_seq) THEN NULL ELSE %({prefix}_wake)s END",
+        },
+        source=f"{keys} k",
+        prefix=f"{prefix}_",
+    )
+    params.update({f"{prefix}_key": key, f"{prefix}_wake": now + ring_stale_after()})
+    numbered = (f"INSERT INTO {keys} (key, next_seq) VALUES (%({prefix}_key)s, 1)"  # noqa: S608 - table name is ours
+                f" ON CONFLICT (key) DO UPDATE SET next_seq = {keys}.next_seq + 1")
+    return [numbered, insert], params
+
+
+def enqueued(command: XCommand, rows: list[tuple[Any, ...]]) -> None:
+    """After `enqueue_statements` ran: ring the command once the caller's transaction commits if it is its key's head."""
+    if not rows or rows[0][1] is None:
+        return
+    row = Command(pk=rows[0][0], key=command.job_key(), name=type(command).command_name, params=command.to_params())
+    ring_on_commit(row)
 
 
 def enqueue_many(commands: Sequence[XCommand]) -> list[Command]:

@@ -40,7 +40,7 @@ from kernel.models import TaskTry
 from xcommands.base import XCommand
 from xcommands.engine import worker_identity
 from xcommands.errors import PreconditionFailed
-from xcommands.queue import enqueue
+from xcommands.queue import enqueue_statements, enqueued
 
 log = logging.getLogger(__name__)
 
@@ -388,13 +388,19 @@ def _take(slot: Slot) -> BatchJob | None:
 
 
 def _give(slot_id: int, job_id: int, status: str, key: str, token: int) -> None:
-    """The slot to this runnable job (both locked by the caller): the job dispatched under a new token, its stage queued."""
-    sqlbatch.run([
+    """The slot to this runnable job (both locked by the caller): the job dispatched under a new token, its stage queued.
+
+    One batch in the caller's transaction: the job, the slot, the command (`enqueue_statements`).
+    """
+    command = BatchJobStageXCommand(job_id=job_id, stage=status, token=token + 1, key=key)
+    queued, params = enqueue_statements(command)
+    answers = sqlbatch.run([
         "UPDATE batches_batchjob SET dispatched = %(yes)s, stage_token = %(token)s, last_modified = %(now)s"
         " WHERE id = %(taken)s",
         "UPDATE batches_slot SET job_id = %(taken)s, since = %(now)s WHERE id = %(slot)s",
-    ], {"yes": True, "token": token + 1, "now": timezone.now(), "taken": job_id, "slot": slot_id})
-    enqueue(BatchJobStageXCommand(job_id=job_id, stage=status, token=token + 1, key=key))
+        *queued,
+    ], {"yes": True, "token": token + 1, "now": timezone.now(), "taken": job_id, "slot": slot_id, **params})
+    enqueued(command, answers[-1])
 
 
 def fill_slots(limit: int | None = None) -> int:

@@ -18,6 +18,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 import xcommands
+from kernel import sqlbatch
 from project.celery import app
 from tests.support.celery_app import point_celery_at
 from xcommands import base, engine, keyed, operations, queue
@@ -308,6 +309,35 @@ def test_expired_lease_on_last_attempt_goes_to_rollback(traces: redis.Redis) -> 
     assert "lost" in row.last_error
     assert engine.process(row.pk) == "failed"
     assert counter(traces, "rollbacks:lost") == 1
+
+
+def test_enqueue_statements_write_the_row_enqueue_writes_and_ring_only_a_head_after_commit(traces: redis.Redis) -> None:
+    """In the caller's batch: numbered after earlier commands of the key, a head rung once its transaction commits."""
+    busy = enqueue(TraceXCommand(key="s1", label="already"))
+    traces.delete("commands")
+    like = enqueue(TraceXCommand(key="s0", label="x"))
+    rows: list[Command] = []
+    with transaction.atomic():
+        for key in ("s1", "s2"):
+            command = TraceXCommand(key=key, label="x")
+            statements, params = queue.enqueue_statements(command, prefix="_q")
+            answers = sqlbatch.run(statements, params)
+            queue.enqueued(command, answers[-1])
+            rows.append(Command.objects.get(pk=answers[-1][0][0]))
+        assert traces.llen("commands") == 1  # `like`'s only: doorbells after commit
+    behind, head = rows
+    assert (behind.seq, behind.wake_at, head.seq) == (2, None, 1)  # s1 waits behind `busy`
+    assert head.wake_at is not None and head.wake_at > head.enqueued_at
+    assert head.params == {**like.params, "key": "s2"}
+    fields = ["name", "status", "attempts", "max_retries", "lease_owner", "fencing_token", "history",
+              "result", "owner_id", "last_error", "started_at"]
+    assert [getattr(head, name) for name in fields] == [getattr(like, name) for name in fields]
+    rung = sorted(json.loads(m)["headers"]["argsrepr"] for m in traces.lrange("commands", 0, -1))
+    assert rung == sorted([f"[{like.pk}]", f"[{head.pk}]"])
+    assert engine.process(behind.pk) == "not-runnable"
+    assert [engine.process(row.pk) for row in (busy, behind, head)] == ["succeeded"] * 3
+    with pytest.raises(ValueError, match="job key"):
+        queue.enqueue_statements(MarkerXCommand(key=""))
 
 
 def test_enqueue_in_a_rolled_back_transaction_never_exists() -> None:
