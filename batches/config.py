@@ -15,9 +15,12 @@ _kept: ContextVar[list[IngestSettings] | None] = ContextVar("batches_ingest_sett
 
 
 @contextmanager
-def settings_read_once() -> Iterator[None]:
-    """Within the block `ingest_settings()` reads the row once (a stage command's run: one read, not one per stage)."""
-    token = _kept.set([])
+def settings_read_once(read: IngestSettings | None = None) -> Iterator[None]:
+    """Within the block `ingest_settings()` reads the row once (a stage command's run: one read, not one per stage).
+
+    `read`: the row as the caller read it just now (with its own statement), used as the first read.
+    """
+    token = _kept.set([] if read is None else [read])
     try:
         yield
     finally:

@@ -88,6 +88,11 @@ def _head(column: str) -> str:
     return f"(SELECT h.{column} FROM batches_batchjob h WHERE {_runnable('h')} ORDER BY h.priority, h.id LIMIT 1)"  # noqa: S608 - constant SQL
 
 
+def head_columns() -> str:
+    """The select list of the best runnable job's (priority, id), NULLs when none (parameter `now`); `Planned` statements only."""
+    return f"{_head('priority')}, {_head('id')}"
+
+
 def hand_over_statements(moved: str) -> list[str]:
     """The end of a stage's batch that gives the job's slot up (`kernel.sqlbatch`), acting only where `moved` holds.
 
@@ -113,7 +118,7 @@ def locked_with_head_statement() -> str:
     the partial index of runnable jobs.
     """
     return sqlbatch.Planned(
-        f"SELECT j.history, j.priority, j.blocked_by_id, {_head('priority')}, {_head('id')}"  # noqa: S608 - constant SQL
+        f"SELECT j.history, j.priority, j.blocked_by_id, {head_columns()}"  # noqa: S608 - constant SQL
         " FROM batches_batchjob j WHERE j.id = %(job)s AND j.status = %(status)s AND j.stage_token = %(token)s"
         + sqlbatch.for_update()
     )

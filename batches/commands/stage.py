@@ -25,13 +25,14 @@ from batches.choices import JobStatus as J
 from batches.config import settings_read_once, slots
 from batches.dispatch import (
     hand_over_statements,
+    head_columns,
     keeps_slot,
     locked_with_head_statement,
     runnable_head,
     runnable_jobs,
 )
 from batches.lifecycle import Step, advance, applied, ended_statements, ends, transition, waited
-from batches.models import Batch, BatchJob, Collection, Profile, Slot
+from batches.models import Batch, BatchJob, Collection, IngestSettings, Profile, Slot
 from batches.stages import STAGE_FUNCTIONS, Outcome, StageFailed
 from kernel import sqlbatch, tries
 from kernel.capture import Capture, capturing
@@ -79,14 +80,21 @@ class Ran:
 
 @cache
 def _load_state_sql() -> str:
-    """`BatchJobStageXCommand.load_state`'s statement: the job, its batch, profile, collection, slot, earlier tries."""
-    return (
+    """`BatchJobStageXCommand.load_state`'s statement: the job, its batch, profile, collection, the ingest settings,
+    its slot, its earlier tries, the head.
+
+    `Planned`: the head's subqueries read the partial index of runnable jobs.
+    """
+    return sqlbatch.Planned(
         f"SELECT {sqlbatch.columns(BatchJob, 'j')}, {sqlbatch.columns(Batch, 'b')}, {sqlbatch.columns(Profile, 'p')},"  # noqa: S608 - constant SQL
-        f" {sqlbatch.columns(Collection, 'c')},"
+        f" {sqlbatch.columns(Collection, 'c')}, {sqlbatch.columns(IngestSettings, 'i')},"
         " (SELECT s.number FROM batches_slot s WHERE s.job_id = j.id),"
-        " EXISTS (SELECT 1 FROM kernel_tasktry t WHERE t.object_id = %(object)s AND t.kind = 'stage' AND t.run = %(token)s)"
+        " EXISTS (SELECT 1 FROM kernel_tasktry t WHERE t.object_id = %(object)s AND t.kind = 'stage' AND t.run = %(token)s),"
+        f" {head_columns()}"
         " FROM batches_batchjob j JOIN batches_batch b ON b.id = j.batch_id JOIN batches_profile p ON p.id = b.profile_id"
-        " JOIN batches_collection c ON c.id = b.collection_id WHERE j.id = %(job)s"
+        " JOIN batches_collection c ON c.id = b.collection_id"
+        " LEFT JOIN batches_ingestsettings i ON i.id = (SELECT MIN(f.id) FROM batches_ingestsettings f)"
+        " WHERE j.id = %(job)s"
     )
 
 
@@ -116,24 +124,43 @@ class BatchJobStageXCommand(XCommand):
         """The job as it is now, the number of the slot it holds, whether this dispatch tried any stage before.
 
         One statement, written once (`kernel.sqlbatch`): the job with its batch, profile and
-        collection, as `load_job` reads them.
+        collection, as `load_job` reads them, the ingest settings its stages read
+        (`settings_read_once`), and the best runnable job (`best_runnable`).
         """
-        rows = sqlbatch.run([_load_state_sql()], {"job": self.job_id, "object": str(self.job_id), "token": self.token})[0]
+        rows = sqlbatch.run([_load_state_sql()], {"job": self.job_id, "object": str(self.job_id), "token": self.token,
+                                                  "now": timezone.now()})[0]
         if not rows:
             raise BatchJob.DoesNotExist(f"batch job {self.job_id} does not exist")
         row = rows[0]
-        width = [len(model._meta.concrete_fields) for model in (BatchJob, Batch, Profile, Collection)]
-        starts = [sum(width[:index]) for index in range(len(width))]
+        width = [len(model._meta.concrete_fields) for model in (BatchJob, Batch, Profile, Collection, IngestSettings)]
+        starts = [sum(width[:index]) for index in range(len(width) + 1)]
         self.job = sqlbatch.load(BatchJob, row[starts[0]:starts[1]])
         batch = sqlbatch.load(Batch, row[starts[1]:starts[2]])
         batch.profile = sqlbatch.load(Profile, row[starts[2]:starts[3]])
-        batch.collection = sqlbatch.load(Collection, row[starts[3]:starts[3] + width[3]])
+        batch.collection = sqlbatch.load(Collection, row[starts[3]:starts[4]])
         self.job.batch = batch
-        self.slot_number: int | None = row[-2]
-        self.tried_before: bool = bool(row[-1])
+        # None until the row is first created (`batches.config`): then read there.
+        self.ingest = None if row[starts[4]] is None else sqlbatch.load(IngestSettings, row[starts[4]:starts[5]])
+        self.slot_number: int | None = row[-4]
+        self.tried_before: bool = bool(row[-3])
+        self._saw_head(row[-2], row[-1])
         # Queued by the dispatcher, never by a user: its status changes are recorded under its
         # name without looking up who queued it.
         act_as(type(self).command_name)
+
+    def _saw_head(self, priority: int | None, job_id: int | None) -> None:
+        """The best runnable job (priority, id) as just read, or none: kept for BATCH_CHAIN_HEAD_SECONDS."""
+        self.head = None if job_id is None else (int(priority or 0), int(job_id))
+        self.head_read = time.monotonic()
+
+    def best_runnable(self) -> tuple[int, int] | None:
+        """The best runnable job (priority, id) before a chained stage: as read last, or read again once it is older
+        than BATCH_CHAIN_HEAD_SECONDS (the job's load and each record read it with what they read anyway).
+        """
+        if time.monotonic() - self.head_read > float(settings.BATCH_CHAIN_HEAD_SECONDS):
+            self.head = runnable_head()
+            self.head_read = time.monotonic()
+        return self.head
 
     def verify_precondition(self) -> None:
         """Still this dispatch, in a stage; a dispatched job that moved on gives its slot back.
@@ -166,7 +193,7 @@ class BatchJobStageXCommand(XCommand):
         """
         ran: list[str] = []
         job = self.job
-        with settings_read_once():
+        with settings_read_once(self.ingest):
             while self._run_stages(job, ran):
                 pass  # recorded, and the job read back under its lock: it goes on from where it is
         return {"job": job.pk, "token": self.token, "stages": ran}
@@ -203,7 +230,7 @@ class BatchJobStageXCommand(XCommand):
                 return self._record(job, done, names)
             for name, value in outcome.fields.items():  # the next stage sees what this one found
                 setattr(job, name, value)
-            if not (settings.BATCH_CHAIN_STAGES and keeps_slot(job, self.slot_number, runnable_head())):
+            if not (settings.BATCH_CHAIN_STAGES and keeps_slot(job, self.slot_number, self.best_runnable())):
                 return self._record(job, done, names)  # a better job waits: this one gives its slot up
             stage, queued = to, done[-1].ended
 
@@ -290,7 +317,8 @@ class BatchJobStageXCommand(XCommand):
                 job.history = sqlbatch.converted(BatchJob, "history", history)
                 for step in steps:
                     job.priority = step.fields.get("priority", job.priority)
-                keeps = keeps_slot(job, self.slot_number, None if best_id is None else (best_priority, best_id))
+                self._saw_head(best_priority, best_id)
+                keeps = keeps_slot(job, self.slot_number, self.head)
             planned = transition(job, steps, also={} if keeps else {"dispatched": False})
             sets, values = sqlbatch.update_set(BatchJob, planned.values, planned.now)
             params.update(values, moved=planned.now)

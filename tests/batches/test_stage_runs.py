@@ -10,6 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from batches.choices import JobStatus as J
+from batches.commands import stage as stage_module
+from batches.config import ingest_settings
 from batches.models import BatchJob
 from batches.stages import STAGE_FUNCTIONS, Outcome
 from kernel.models import StatusRecord, TaskTry
@@ -36,6 +38,7 @@ def compare_and_sets(sqls: list[str]) -> list[str]:
 def test_stages_run_in_a_row_are_recorded_in_three_steps_and_each_is_still_a_try(ingest: Ingest) -> None:
     """Recorded before downloading, before processing and at the end; seven tries, transitions, history lines; no count query."""
     batch = ingest.submit(ingest.deposit.objects(1))
+    ingest_settings()  # the row exists: the stage command reads it with the job
     with CaptureQueriesContext(connection) as queries:
         settle()
     job = BatchJob.objects.get(batch=batch)
@@ -43,6 +46,8 @@ def test_stages_run_in_a_row_are_recorded_in_three_steps_and_each_is_still_a_try
     sqls = [query["sql"] for query in queries.captured_queries]
     moves = compare_and_sets(sqls)
     assert len(moves) == 3, "one compare-and-set per record"
+    settings_reads = [sql for sql in sqls if "batches_ingestsettings" in sql]
+    assert len(settings_reads) == 1 and "batches_batchjob j" in settings_reads[0], "read once, with the job"
     assert not [sql for sql in sqls if "COUNT(" in sql and "kernel_tasktry" in sql]
     tried = stage_tries(job)
     assert [t.name for t in tried] == ORDER
@@ -86,6 +91,7 @@ def test_a_better_job_that_becomes_runnable_between_two_stages_takes_the_slot_th
 ) -> None:
     """One slot: the older job gives it up after estimating when the other job's priority becomes better meanwhile."""
     settings.BATCH_SLOTS = 1
+    settings.BATCH_CHAIN_HEAD_SECONDS = 0  # the head is read before every chained stage
     real = STAGE_FUNCTIONS[J.ESTIMATING]
     first: list[BatchJob] = []
 
@@ -106,6 +112,36 @@ def test_a_better_job_that_becomes_runnable_between_two_stages_takes_the_slot_th
 
     assert started(older, J.ESTIMATING) < started(better, J.PENDING) < started(older, J.PROVISIONING)
     assert older.last_successful_status == J.NOTIFY
+
+
+def test_a_better_job_waits_for_the_slot_no_longer_than_the_head_is_kept_or_the_next_record(
+    ingest: Ingest, monkeypatch: pytest.MonkeyPatch, settings: Any,
+) -> None:
+    """The head read with the job goes on for its quick stages (kept a minute here); the record before downloading reads it again."""
+    settings.BATCH_SLOTS = 1
+    settings.BATCH_CHAIN_HEAD_SECONDS = 60
+    real = STAGE_FUNCTIONS[J.ESTIMATING]
+    first: list[BatchJob] = []
+    asked: list[int] = []
+    monkeypatch.setattr(stage_module, "runnable_head", lambda: asked.append(1))
+
+    def estimating(job: BatchJob) -> Outcome:
+        if not first:
+            first.append(job)
+            BatchJob.objects.filter(batch=job.batch).exclude(pk=job.pk).update(priority=0)
+        return real(job)
+
+    monkeypatch.setitem(STAGE_FUNCTIONS, J.ESTIMATING, estimating)
+    batch = ingest.submit(ingest.deposit.objects(2))
+    settle()
+    older, better = BatchJob.objects.filter(batch=batch).order_by("number")
+    assert (older.status, better.status) == (J.COMPLETED, J.COMPLETED) and first[0].pk == older.pk
+
+    def started(job: BatchJob, stage: str) -> str:
+        return next(entry["started"] for entry in job.history if entry["stage"] == stage and "started" in entry)
+
+    assert started(older, J.PROVISIONING) < started(better, J.PENDING) < started(older, J.DOWNLOADING)
+    assert not asked, "no chained stage read the head on its own"
 
 
 def test_without_chaining_every_stage_is_a_dispatch_of_its_own(ingest: Ingest, settings: Any) -> None:
