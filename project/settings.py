@@ -295,7 +295,7 @@ BATCH_SLOTS = env_int("BATCH_SLOTS", 8)
 BATCH_CHAIN_STAGES = env_bool("BATCH_CHAIN_STAGES", True)  # a job keeps its slot for its next stage while no better job waits
 # How old a read of the best runnable job a chained stage may go on from (the job's load and each
 # record read it anyway; older, it is read again): a better job waits at most this long for a slot.
-BATCH_CHAIN_HEAD_SECONDS = env_float("BATCH_CHAIN_HEAD_SECONDS", 0.05)
+BATCH_CHAIN_HEAD_SECONDS = env_float("BATCH_CHAIN_HEAD_SECONDS", 0.02)
 BATCH_WORK_ROOT = env_str("BATCH_WORK_ROOT", str(VAR_DIR / "ingest"))
 # API submissions read payloads only under these roots (the CLI reads what its user can);
 # http(s) payloads only when BATCH_ALLOW_HTTP (the server then fetches what submitters name).
