@@ -36,24 +36,41 @@ def exists_on_storage(uri: str, done_flag: str) -> bool:
         return False
 
 
+def recorded(dependencies: Iterable[Dependency]) -> set[Dependency]:
+    """Those of the dependencies recorded as available (for their done-flag, or announced for any), in one query."""
+    pending = [(uri, flag) for uri, flag in dependencies if not uri.startswith("${")]
+    wanted = [uri_key(u, f) for u, f in pending] + [uri_key(u, ANY_FLAG) for u, _ in pending]
+    known = set(AvailableInstance.objects.filter(key__in=wanted).values_list("key", flat=True)) if wanted else set()
+    return {(uri, flag) for uri, flag in pending if uri_key(uri, flag) in known or uri_key(uri, ANY_FLAG) in known}
+
+
 def still_missing(dependencies: Iterable[Dependency], now: datetime) -> list[Dependency]:
     """The dependencies not yet available; positive storage answers are recorded for everyone."""
+    dependencies = list(dependencies)
     pending = [(uri, flag) for uri, flag in dependencies if not uri.startswith("${")]
     deferred = [(uri, flag) for uri, flag in dependencies if uri.startswith("${")]
-    wanted = [uri_key(u, f) for u, f in pending] + [uri_key(u, ANY_FLAG) for u, _ in pending]
-    known = set(AvailableInstance.objects.filter(key__in=wanted).values_list("key", flat=True))
+    known = recorded(pending)
     missing: list[Dependency] = []
     found: list[AvailableInstance] = []
     for uri, flag in pending:
-        key = uri_key(uri, flag)
-        if key in known or uri_key(uri, ANY_FLAG) in known:
+        if (uri, flag) in known:
             continue
         if exists_on_storage(uri, flag):
-            found.append(AvailableInstance(key=key, uri=uri, done_flag=flag, available_at=now, source="storage"))
+            found.append(AvailableInstance(key=uri_key(uri, flag), uri=uri, done_flag=flag, available_at=now, source="storage"))
         else:
             missing.append((uri, flag))
     AvailableInstance.objects.bulk_create(found, ignore_conflicts=True)
     return missing + deferred
+
+
+def on_storage(uri: str, done_flag: str, now: datetime) -> bool:
+    """Storage's answer for one instance not recorded as available; a positive answer is recorded for everyone."""
+    if not exists_on_storage(uri, done_flag):
+        return False
+    AvailableInstance.objects.bulk_create([AvailableInstance(
+        key=uri_key(uri, done_flag), uri=uri, done_flag=done_flag, available_at=now, source="storage",
+    )], ignore_conflicts=True)
+    return True
 
 
 def is_available(uri: str, done_flag: str, now: datetime) -> bool:

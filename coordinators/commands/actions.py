@@ -36,7 +36,14 @@ from coordinators.plan import (
     resolve_when_ready,
 )
 from coordinators.preparation import load_resolved
-from datasets.availability import announce, is_available, normalize_uri, still_missing
+from datasets.availability import (
+    announce,
+    is_available,
+    normalize_uri,
+    on_storage,
+    recorded,
+    still_missing,
+)
 from datasets.timeline import count_before, nominal_time
 from oozie.definitions import DefinitionError
 from xcommands.errors import PreconditionFailed
@@ -247,6 +254,7 @@ class CoordActionInputCheckXCommand(JobCommand):
             result = resolve_at_start(
                 resolved, plan, actual_time=action.created_time,
                 is_available=lambda uri, flag: is_available(uri, flag, now),
+                recorded=recorded, on_storage=lambda uri, flag: on_storage(uri, flag, now),
             )
         except DefinitionError as exc:
             action.transition_to(ActionStatus.FAILED)

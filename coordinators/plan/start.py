@@ -27,7 +27,7 @@ keeps waiting and the runtime asks again later (new instances may appear).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -40,6 +40,11 @@ from oozie.definitions import DataIn, DefinitionError
 from oozie.el import ELError, Phase, evaluate, partially_resolve
 
 Availability = Callable[[str, str], bool]
+#: The (uri, done_flag) pairs among these already recorded as available, storage not asked (one call for many).
+Recorded = Callable[[list[tuple[str, str]]], set[tuple[str, str]]]
+
+#: Instances a latest/future search looks up in the recorded answers at once, before asking storage one by one.
+LOOK_AHEAD = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +68,43 @@ class StartResolution:
 
 
 class _Checker:
-    """is_available with answers remembered for one resolution (a URI is asked about once)."""
+    """is_available with answers remembered for one resolution (a URI is asked about once).
 
-    def __init__(self, is_available: Availability) -> None:
+    With `recorded` and `on_storage` (the runtime's two halves of is_available), a search first
+    looks up a block of the instances it may walk through in the recorded answers, in one call
+    (`look_ahead`), then asks storage only about those not recorded, one at a time as it walks:
+    a coord:latest that walks back over thousands of missing instances does not ask the
+    database about each (storage is asked about each either way, as Oozie does).
+    """
+
+    def __init__(self, is_available: Availability, recorded: Recorded | None = None,
+                 on_storage: Availability | None = None) -> None:
         self.is_available = is_available
+        self.recorded, self.on_storage = recorded, on_storage
         self.answers: dict[tuple[str, str], bool] = {}
+        self.not_recorded: set[tuple[str, str]] = set()
+
+    def look_ahead(self, pairs: list[tuple[str, str]]) -> None:
+        """Look these up in the recorded answers at once (nothing without `recorded`)."""
+        if self.recorded is None or self.on_storage is None:
+            return
+        todo = [pair for pair in dict.fromkeys(pairs) if pair not in self.answers and pair not in self.not_recorded]
+        if not todo:
+            return
+        found = self.recorded(todo)
+        for pair in todo:
+            if pair in found:
+                self.answers[pair] = True
+            else:
+                self.not_recorded.add(pair)
 
     def __call__(self, uri: str, done_flag: str) -> bool:
         key = (uri, done_flag)
         if key not in self.answers:
-            self.answers[key] = bool(self.is_available(uri, done_flag))
+            if key in self.not_recorded and self.on_storage is not None:
+                self.answers[key] = bool(self.on_storage(uri, done_flag))
+            else:
+                self.answers[key] = bool(self.is_available(uri, done_flag))
         return self.answers[key]
 
 
@@ -97,17 +129,35 @@ class _Search:
 
     def available(self, index: int) -> str | None:
         """The URI of instance `index` when it is available, else None."""
-        uri = instance_uri(self.coordinator, self.dataset, self.dataset.timeline.instance(index))
+        uri = self.uri(index)
         return uri if self.check(uri, self.dataset.done_flag) else None
+
+    def uri(self, index: int) -> str:
+        return instance_uri(self.coordinator, self.dataset, self.dataset.timeline.instance(index))
+
+    def look_ahead(self, indexes: range) -> None:
+        """The recorded answers for these instances, in one look (`_Checker.look_ahead`)."""
+        flag = self.dataset.done_flag
+        self.check.look_ahead([(self.uri(index), flag) for index in indexes])
+
+    def walk(self, indexes: range) -> Iterator[int]:
+        """These instance indexes in order, their recorded answers looked up ahead in blocks growing to LOOK_AHEAD."""
+        position, size = 0, 8
+        while position < len(indexes):
+            block = indexes[position:position + size]
+            self.look_ahead(block)
+            yield from block
+            position += size
+            size = min(size * 2, LOOK_AHEAD)
 
     def latest(self, first: int, last: int) -> list[str] | None:
         """Available instances ranked first..last (0 newest, then -1 ...), oldest first; None if too few yet."""
         timeline = self.dataset.timeline
-        index = timeline.index_at_or_before(self.latest_from)
-        lowest = max(0, index - self.max_instances + 1)  # never before the initial instance, never unbounded
+        newest = timeline.index_at_or_before(self.latest_from)
+        lowest = max(0, newest - self.max_instances + 1)  # never before the initial instance, never unbounded
         found: list[str] = []
         rank = 0
-        while index >= lowest:
+        for index in self.walk(range(newest, lowest - 1, -1)):
             uri = self.available(index)
             if uri is not None:
                 if first <= rank <= last:
@@ -115,7 +165,6 @@ class _Search:
                 if rank == first:
                     return found[::-1]
                 rank -= 1
-            index -= 1
         return None
 
     def future(self, first: int, last: int, limit: int) -> list[str] | None:
@@ -127,7 +176,7 @@ class _Search:
         start = self.dataset.timeline.index_at_or_before(self.nominal)
         found: list[str] = []
         rank = 0
-        for index in range(max(start, 0), start + limit + 1):
+        for index in self.walk(range(max(start, 0), start + limit + 1)):
             uri = self.available(index)
             if uri is None:
                 continue
@@ -194,13 +243,18 @@ def resolve_at_start(
     is_available: Availability,
     max_instances: int | None = None,
     current_time: datetime | None = None,
+    recorded: Recorded | None = None,
+    on_storage: Availability | None = None,
 ) -> StartResolution:
     """Resolve an action's coord:latest/coord:future inputs, then its app path and configuration.
 
     actual_time is the action's creation time (coord:actualTime(), the one plan_action got
     as `now`); coord:latest searches back from it, or from current_time when given (Oozie's
     latest-el.use-current-time). is_available(uri, done_flag) answers from storage; it is
-    asked about each URI at most once per call. max_instances (default: the coordinator's)
+    asked about each URI at most once per call; given `recorded` and `on_storage` instead of it
+    for the instances a search walks through (is_available split in two: the answers recorded,
+    looked up many at once, and storage), the database is not asked about each on its own.
+    max_instances (default: the coordinator's)
     bounds how many instances one data-in may resolve to and how far a search may go.
     A definition error found only now (coord:latest(1), a reversed range) raises
     DefinitionError naming the action.
@@ -209,7 +263,7 @@ def resolve_at_start(
     if not deferred:
         return StartResolution(dict(plan.data_in), plan.app_path, dict(plan.configuration))
     limit = coordinator.max_instances if max_instances is None else max_instances
-    check = _Checker(is_available)
+    check = _Checker(is_available, recorded, on_storage)
     nominal = plan.nominal_time
     data_in = dict(plan.data_in)
     unresolved: list[str] = []

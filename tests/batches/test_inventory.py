@@ -8,7 +8,14 @@ import pytest
 
 from batches import stages
 from batches.choices import JobStatus as J
-from batches.models import Batch, BatchJob, InventoryFile, InventoryLocalId, InventoryObject, MintedIdentifier
+from batches.models import (
+    Batch,
+    BatchJob,
+    InventoryFile,
+    InventoryLocalId,
+    InventoryObject,
+    MintedIdentifier,
+)
 from batches.stages import StageFailed, identify, mint, recording
 from tests.support.batches import Ingest
 

@@ -252,6 +252,39 @@ def test_each_uri_is_asked_about_once_and_with_the_done_flag() -> None:
     assert {flag for _, flag in storage.asked} == {"ready"}
 
 
+def test_recorded_answers_are_looked_up_in_blocks_and_storage_is_asked_about_the_rest_one_by_one() -> None:
+    """Split in two, the check finds what was recorded in a few looks; storage only for the rest; the same answers."""
+    inputs = (
+        '<data-in name="input" dataset="flags"><instance>${coord:latest(-2)}</instance></data-in>'
+        '<data-in name="ahead" dataset="flags"><instance>${coord:future(1, 60)}</instance></data-in>'
+    )
+    # Recorded: the 10th and the 3rd of January, the 20th of February; on storage: the 5th of January and the 1st
+    # of March. latest(-2) is the 3rd (10, 5, 3); future(1, 60) from the 10th is the 20th of February (10, 20).
+    kept = {day(1, 10), day(1, 3), day(2, 20)}
+    looks: list[list[tuple[str, str]]] = []
+    storage = Storage({day(1, 5), day(3, 1)})
+
+    def recorded(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        looks.append(pairs)
+        return {pair for pair in pairs if pair[0] in kept}
+
+    def everything(uri: str, flag: str) -> bool:
+        raise AssertionError(f"asked about {uri} as a whole")
+
+    resolved, plan = prepare(inputs, "2009-01-10T00:00Z", "2009-01-10T00:00Z")
+    split = resolve_at_start(resolved, plan, actual_time=P("2009-01-10T00:00Z"), is_available=everything,
+                             recorded=recorded, on_storage=storage)
+    whole = resolve_at_start(resolved, plan, actual_time=P("2009-01-10T00:00Z"),
+                             is_available=Storage(kept | storage.present))
+    assert split.data_in == whole.data_in == {"input": [day(1, 3)], "ahead": [day(2, 20)]}
+    asked = [uri for uri, _ in storage.asked]
+    assert not set(asked) & kept, "storage is never asked about a recorded instance"
+    assert asked[:7] == [day(1, d) for d in (9, 8, 7, 6, 5, 4)] + [day(1, 11)] and asked[-1] == day(2, 19)
+    assert len(set(asked)) == len(asked) == 6 + 40  # 11 January to 19 February
+    # latest: one look at 10 down to 3; future: blocks of 8 (less the 10th, known), 16 and 32 instances.
+    assert [len(pairs) for pairs in looks] == [8, 7, 16, 32]
+
+
 def test_a_plan_without_storage_inputs_is_returned_as_created() -> None:
     """Nothing deferred: the resolution is the plan's own values and storage is never asked."""
     resolved, plan = prepare(instances("${coord:current(0)}"), "2009-01-10T00:00Z", "2009-01-10T00:00Z")
