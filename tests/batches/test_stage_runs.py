@@ -86,12 +86,8 @@ def test_a_storage_error_between_stages_records_those_before_it_and_the_retry_go
     assert len(processed) == 1, "the profile's task ran once"
 
 
-def test_a_better_job_that_becomes_runnable_between_two_stages_takes_the_slot_then(
-    ingest: Ingest, monkeypatch: pytest.MonkeyPatch, settings: Any,
-) -> None:
-    """One slot: the older job gives it up after estimating when the other job's priority becomes better meanwhile."""
-    settings.BATCH_SLOTS = 1
-    settings.BATCH_CHAIN_HEAD_SECONDS = 0  # the head is read before every chained stage
+def better_job_after_estimating(ingest: Ingest, monkeypatch: pytest.MonkeyPatch) -> tuple[BatchJob, BatchJob]:
+    """Two objects, one slot: while the older job estimates, the other's priority becomes better; both, completed."""
     real = STAGE_FUNCTIONS[J.ESTIMATING]
     first: list[BatchJob] = []
 
@@ -106,10 +102,21 @@ def test_a_better_job_that_becomes_runnable_between_two_stages_takes_the_slot_th
     settle()
     older, better = BatchJob.objects.filter(batch=batch).order_by("number")
     assert (older.status, better.status) == (J.COMPLETED, J.COMPLETED) and first[0].pk == older.pk
+    return older, better
 
-    def started(job: BatchJob, stage: str) -> str:
-        return next(entry["started"] for entry in job.history if entry["stage"] == stage and "started" in entry)
 
+def started(job: BatchJob, stage: str) -> str:
+    """When the job's `stage` started, as its history says."""
+    return next(entry["started"] for entry in job.history if entry["stage"] == stage and "started" in entry)
+
+
+def test_a_better_job_that_becomes_runnable_between_two_stages_takes_the_slot_then(
+    ingest: Ingest, monkeypatch: pytest.MonkeyPatch, settings: Any,
+) -> None:
+    """One slot: the older job gives it up after estimating when the other job's priority becomes better meanwhile."""
+    settings.BATCH_SLOTS = 1
+    settings.BATCH_CHAIN_HEAD_SECONDS = 0  # the head is read before every chained stage
+    older, better = better_job_after_estimating(ingest, monkeypatch)
     assert started(older, J.ESTIMATING) < started(better, J.PENDING) < started(older, J.PROVISIONING)
     assert older.last_successful_status == J.NOTIFY
 
@@ -120,26 +127,9 @@ def test_a_better_job_waits_for_the_slot_no_longer_than_the_head_is_kept_or_the_
     """The head read with the job goes on for its quick stages (kept a minute here); the record before downloading reads it again."""
     settings.BATCH_SLOTS = 1
     settings.BATCH_CHAIN_HEAD_SECONDS = 60
-    real = STAGE_FUNCTIONS[J.ESTIMATING]
-    first: list[BatchJob] = []
     asked: list[int] = []
     monkeypatch.setattr(stage_module, "runnable_head", lambda: asked.append(1))
-
-    def estimating(job: BatchJob) -> Outcome:
-        if not first:
-            first.append(job)
-            BatchJob.objects.filter(batch=job.batch).exclude(pk=job.pk).update(priority=0)
-        return real(job)
-
-    monkeypatch.setitem(STAGE_FUNCTIONS, J.ESTIMATING, estimating)
-    batch = ingest.submit(ingest.deposit.objects(2))
-    settle()
-    older, better = BatchJob.objects.filter(batch=batch).order_by("number")
-    assert (older.status, better.status) == (J.COMPLETED, J.COMPLETED) and first[0].pk == older.pk
-
-    def started(job: BatchJob, stage: str) -> str:
-        return next(entry["started"] for entry in job.history if entry["stage"] == stage and "started" in entry)
-
+    older, better = better_job_after_estimating(ingest, monkeypatch)
     assert started(older, J.PROVISIONING) < started(better, J.PENDING) < started(older, J.DOWNLOADING)
     assert not asked, "no chained stage read the head on its own"
 
