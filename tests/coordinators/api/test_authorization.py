@@ -8,11 +8,14 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from coordinators.choices import ActionStatus, JobStatus
 from coordinators.models import CoordinatorAction, CoordinatorJob
 from coordinators.services import submit_coordinator
+from kernel.permissions import can_modify
 from tests.coordinators.api.factories import api, coordinator_xml, user, window
 from tests.oozieapi.client import Oozie, error_of
 from tests.support.engine import run_pending_commands
@@ -126,3 +129,18 @@ def test_admin_actions_are_for_admins_only(job: CoordinatorJob, bob: User, verb:
     page = browser.post(ADMIN_JOBS, form, follow=True).content.decode()
     assert f"queued for 1 job(s): {job.pk}" in page
     assert Command.objects.count() == commands + 1
+
+
+def test_an_owners_check_reads_no_permission_and_an_admins_reads_them(job: CoordinatorJob, ann: User) -> None:
+    """The owner is known from the job (no query: a bulk verb checks a thousand jobs); an admin by its permissions."""
+    owner = User.objects.get(pk=ann.pk)  # fresh: no permission cache
+    with CaptureQueriesContext(connection) as queries:
+        assert can_modify(owner, job)
+    assert not queries.captured_queries
+    granted = user("granted")
+    granted.user_permissions.add(Permission.objects.get(codename="change_coordinatorjob"))
+    fresh = User.objects.get(pk=granted.pk)
+    with CaptureQueriesContext(connection) as queries:
+        assert can_modify(fresh, job)
+    assert queries.captured_queries, "an admin is known by its permissions"
+    assert not can_modify(User.objects.get(pk=user("stranger").pk), job)
