@@ -349,12 +349,11 @@ def mint(job: BatchJob) -> str:
     now = timezone.now()
     numbered, params = sqlbatch.insert_rows(
         [MintedIdentifier(identifier=f"pending-{job.pk}-{time.monotonic_ns()}", job_id=job.pk, created_at=now)])
-    sets, values = sqlbatch.update_set(BatchJob, {"primary_id": "", "minted": True}, now)
     try:
         with transaction.atomic():
             row = sqlbatch.run([numbered[0] + " RETURNING id"], params)[0][0][0]
             identifier = f"{prefix}{_base32(row)}"
-            values[f"_set_{BatchJob._meta.get_field('primary_id').column}"] = identifier
+            sets, values = sqlbatch.update_set(BatchJob, {"primary_id": identifier, "minted": True}, now)
             stored = sqlbatch.run([
                 f"UPDATE batches_batchjob SET {sets} WHERE id = %(job)s AND primary_id = '' RETURNING id",  # noqa: S608 - names from the model
                 "UPDATE batches_mintedidentifier SET identifier = %(identifier)s WHERE id = %(row)s",
