@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+import redis
 from django.core.management import CommandError, call_command
 
-from tooling.benchmarks.runtime import per_minute
+from tooling.benchmarks import keyed_queue as keyed_bench
+from tooling.benchmarks.runtime import per_minute, running_floor
 
 
 def test_each_nominal_time_has_its_own_percentiles_and_counts_what_never_got_there() -> None:
@@ -30,3 +34,17 @@ def test_a_negative_lead_is_refused_in_one_line_before_anything_runs() -> None:
     with pytest.raises(CommandError) as refused:
         call_command("bench", "trigger-latency", "--json", "--jobs", "1", "--lead-seconds", "-1")
     assert str(refused.value) == "--lead-seconds must be 0 or more"
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_the_running_floor_is_raw_celery_starting_tasks_published_at_once(live_workers: Any, redis_url: str) -> None:
+    live_workers(queues=("actions",), EXTRA_TASK_MODULES=f"examples.tasks,{keyed_bench.__name__}")
+    lines: list[str] = []
+    before = time.time()
+    floor = running_floor(redis_url, 40, lines.append)
+    elapsed = time.time() - before
+    assert floor["ran"] == 40 and lines == []  # every task started, none left out
+    assert floor["p50"] is not None and floor["p99"] is not None
+    assert 0 < floor["p50"] <= floor["p99"] < elapsed  # measured from the first publish, each start after it
+    assert not redis.Redis.from_url(redis_url).keys("bench:*")  # its traces are gone

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -32,6 +33,7 @@ from coordinators.services import submit_coordinator
 from datasets.timeline import format_datetime
 from project.celery import app
 from project.launcher import redis_answers
+from tooling.benchmarks import keyed_queue as keyed_bench
 from tooling.benchmarks.keyed_queue import bench_env, fresh_redis
 from xcommands import engine
 from xcommands.choices import CommandStatus
@@ -214,7 +216,9 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
             for n in range(jobs):
                 xml = TRIGGER_APP.format(n=f"{run}-{n}", start=format_datetime(first), end=format_datetime(end), data=data)
                 submit_coordinator(xml, {}, owner=owner)
-            env = bench_env(REDIS_URL=url, LOG_LEVEL="WARNING")
+            # The raw Celery no-op of the RUNNING floor runs on the same workers.
+            env = bench_env(REDIS_URL=url, LOG_LEVEL="WARNING",
+                            EXTRA_TASK_MODULES=",".join([*settings.CELERY_IMPORTS, keyed_bench.__name__]))
             for index in range(workers):
                 procs.append(_spawn(["worker", "--loglevel", "WARNING", "--concurrency", "2", "--queues",
                                      "commands,services,actions,default", "--without-gossip", "--without-mingle",
@@ -240,6 +244,9 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
                     f"{entry['p50_s_to_submitted']} s, p99 {entry['p99_s_to_submitted']} s; RUNNING p99 {entry['p99_s_to_running']} s")
             floor = _trigger_floor(actions, jobs)
             log(f"  floor: {floor:.3f} s for one conditional update and one publish per action, {jobs} actions")
+            floor_running = running_floor(url, jobs, log)
+            log(f"  RUNNING floor: raw Celery no-op tasks published at once, {jobs}: started p50 "
+                f"{floor_running['p50']} s, p99 {floor_running['p99']} s after the first publish")
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -254,6 +261,7 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
     running = [_seconds(nominal, at) for nominal, _, at in rows if at is not None]
     p50 = statistics.median(submitted) if submitted else None
     p99 = percentile(submitted, 99) if submitted else None
+    steady = [entry for entry in per_minute(rows)[1:-1] if entry["p99_s_to_running"] is not None]
     return {
         "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
         "jobs": jobs,
@@ -273,6 +281,16 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
         "floor_s": round(floor, 3),
         "p50_to_floor": round(p50 / floor, 1) if p50 is not None and floor else None,
         "p99_to_floor": round(p99 / floor, 1) if p99 is not None and floor else None,
+        # RUNNING's floor: raw Celery no-op tasks, as many as fall due at once, published at once to
+        # the actions' queue of the same workers, and when a worker process started each. No
+        # database, no claim, no record: what Celery alone needs to start them all.
+        "running_floor_p50_s": floor_running["p50"],
+        "running_floor_p99_s": floor_running["p99"],
+        "p99_running_to_floor": (round(percentile(running, 99) / floor_running["p99"], 2)
+                                 if running and floor_running["p99"] else None),
+        # The minutes between the first (which also carries the fresh jobs' start commands) and the
+        # last (which also carries their end): what a running service meets each minute.
+        "steady_p99_s_to_running": max((entry["p99_s_to_running"] for entry in steady), default=None),
         # The first minute also carries the start commands of the jobs just submitted; the later
         # ones are what a running service meets.
         "per_minute": per_minute(rows),
@@ -314,6 +332,34 @@ def _trigger_floor(actions: Any, count: int) -> float:
         channel.queue_purge(queue)
         channel.queue_delete(queue)
     return elapsed * count / max(1, len(rows))
+
+
+def running_floor(url: str, count: int, log: Log) -> dict[str, float | None]:
+    """Seconds from the first publish to each start of `count` raw Celery no-op tasks published at once: p50, p99.
+
+    They go to the actions' queue of the run's workers once the run's work is done (its queues
+    empty); each task notes, in Redis, when a worker process started it.
+    """
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 60
+    while any(client.llen(queue) for queue in ("actions", "commands", "services")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # the last records and their settles
+    run = uuid.uuid4().hex[:8]
+    started = time.time()
+    for seq in range(count):
+        app.send_task("xcommands.bench.raw_noop", args=(run, "floor", seq), queue="actions", ignore_result=True)
+    key = f"bench:{run}:floor"
+    deadline = time.monotonic() + 60
+    while client.llen(key) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    rows = keyed_bench._read(client, run, "floor")
+    client.delete(key)
+    if len(rows) < count:
+        log(f"  RUNNING floor: only {len(rows)} of {count} raw tasks ran within 60 s")
+    waits = [start - started for _, start, _ in rows]
+    return {"ran": len(rows), "p50": round(statistics.median(waits), 3) if waits else None,
+            "p99": round(percentile(waits, 99), 3) if waits else None}
 
 
 def _command_stages(prefix: str) -> dict[str, dict[str, float]]:
