@@ -15,14 +15,12 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from kernel.models import StatusRecord, TaskTry
 from tooling.benchmarks.scale import (
-    analyze,
     compare,
     delete_scale_history,
     page_urls,
@@ -107,29 +105,6 @@ def test_the_history_is_stored_as_described_and_deleted_by_its_stamp() -> None:
     assert CoordinatorJob.objects.count() == 3 and CoordinatorAction.objects.count() == 2  # another stamp's rows stay
     delete_scale_history(kept.stamp, lambda line: None)
     assert not any(model.objects.exists() for model in HISTORY)
-
-
-@pytest.mark.django_db(transaction=True)  # VACUUM runs outside a transaction
-def test_the_history_is_vacuumed_and_analyzed_before_the_big_phase() -> None:
-    """PostgreSQL: every table the history fills is vacuumed and analyzed, then checkpointed, as a service's over a year."""
-    if connection.vendor != "postgresql":
-        pytest.skip("VACUUM: PostgreSQL (SQLite's write-ahead log is checkpointed instead)")
-    tables = [model._meta.db_table for model in
-              (CoordinatorJob, CoordinatorAction, WorkflowJob, WorkflowNode, TaskTry, StatusChange, StatusRecord)]
-    checkpoints = "SELECT checkpoints_req FROM pg_stat_bgwriter"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT now(), ({checkpoints})")
-        before, requested = cursor.fetchone()
-    said: list[str] = []
-    analyze(said.append)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s) AND last_vacuum >= %s"
-                       " AND last_analyze >= %s", [tables, before, before])
-        done = {row[0] for row in cursor.fetchall()}
-        cursor.execute(checkpoints)
-        assert cursor.fetchone()[0] > requested  # and the pages it dirtied written out before measuring
-    assert done == set(tables) and said == []
 
 
 @pytest.mark.parametrize(("empty", "big", "ratio", "within"), [
