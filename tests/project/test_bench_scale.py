@@ -20,12 +20,7 @@ from django.utils import timezone
 
 from coordinators.models import CoordinatorAction, CoordinatorJob, StatusChange
 from kernel.models import StatusRecord, TaskTry
-from tooling.benchmarks.scale import (
-    compare,
-    delete_scale_history,
-    page_urls,
-    store_scale_history,
-)
+from tooling.benchmarks.scale import compare, delete_scale_history, page_urls, store_scale_history
 from workflows.models import WorkflowJob, WorkflowNode
 
 TRIGGER = {"trigger_p99_s", "trigger_p50_s"}

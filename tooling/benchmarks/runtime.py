@@ -261,7 +261,8 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
     running = [_seconds(nominal, at) for nominal, _, at in rows if at is not None]
     p50 = statistics.median(submitted) if submitted else None
     p99 = percentile(submitted, 99) if submitted else None
-    steady = [entry for entry in per_minute(rows)[1:-1] if entry["p99_s_to_running"] is not None]
+    minutes_figures = per_minute(rows)
+    steady = [entry for entry in minutes_figures[1:-1] if entry["p99_s_to_running"] is not None]
     return {
         "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
         "jobs": jobs,
@@ -293,7 +294,7 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
         "steady_p99_s_to_running": max((entry["p99_s_to_running"] for entry in steady), default=None),
         # The first minute also carries the start commands of the jobs just submitted; the later
         # ones are what a running service meets.
-        "per_minute": per_minute(rows),
+        "per_minute": minutes_figures,
     }
 
 
