@@ -89,7 +89,7 @@ def _pages(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any
 def _scale(options: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     return run_scale_bench(Sizes(
         jobs=options["jobs"] or 10_000, history=options["history"], trigger_jobs=options["trigger_jobs"],
-        materialize_actions=options["actions"] or 20_000, repeat=options["repeat"] or 5, workers=options["workers"],
+        materialize_actions=options["actions"] or 20_000, repeat=options["repeat"] or 11, workers=options["workers"],
     ), log)
 
 
@@ -163,7 +163,7 @@ class Command(BaseCommand):
         parser.add_argument("--list-jobs", type=int, default=10_000, help="api-pages: jobs stored")
         parser.add_argument("--job-actions", type=int, default=50_000, help="api-pages: actions of the big job")
         parser.add_argument("--coordinators", type=int, default=200, help="bundle: coordinators in the bundle")
-        parser.add_argument("--repeat", type=int, help="api-pages: requests timed per page (default 30); pages: (default 5)")
+        parser.add_argument("--repeat", type=int, help="api-pages: requests timed per page (default 30); pages: (default 5); scale: (default 11)")
         parser.add_argument("--small-actions", type=int, default=24, help="pages: actions of each job but the big one")
         parser.add_argument("--objects", type=int, default=10_000, help="batch: objects ingested (one file each)")
         parser.add_argument("--object-bytes", type=int,
