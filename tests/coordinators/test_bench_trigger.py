@@ -11,6 +11,7 @@ import redis
 from django.core.management import CommandError, call_command
 
 from tooling.benchmarks import keyed_queue as keyed_bench
+from tooling.benchmarks.machine_cpu import STAT, MachineCpu
 from tooling.benchmarks.runtime import per_minute, running_floor
 
 
@@ -42,9 +43,14 @@ def test_the_running_floor_is_raw_celery_starting_tasks_published_at_once(live_w
     live_workers(queues=("actions",), EXTRA_TASK_MODULES=f"examples.tasks,{keyed_bench.__name__}")
     lines: list[str] = []
     before = time.time()
-    floor = running_floor(redis_url, 40, lines.append)
+    with MachineCpu() as cpu:
+        floor = running_floor(redis_url, 40, lines.append, cpu=cpu)
     elapsed = time.time() - before
     assert floor["ran"] == 40 and lines == []  # every task started, none left out
+    if STAT.exists():  # the machine's CPU while they were published and started, per task
+        assert floor["cpu_ms_per_task"] is not None and floor["cpu_ms_per_task"] > 0
+        parts = floor["process_cpu_ms_per_task"]
+        assert parts["workers"] > 0 and parts["redis"] > 0 and parts["benchmark"] > 0  # who started, carried and sent them
     assert floor["p50"] is not None and floor["p99"] is not None
     assert 0 < floor["p50"] <= floor["p99"] < elapsed  # measured from the first publish, each start after it
     assert not redis.Redis.from_url(redis_url).keys("bench:*")  # its traces are gone

@@ -35,6 +35,7 @@ from project.celery import app
 from project.launcher import redis_answers
 from tooling.benchmarks import keyed_queue as keyed_bench
 from tooling.benchmarks.keyed_queue import bench_env, fresh_redis
+from tooling.benchmarks.machine_cpu import MachineCpu, Snapshots, cores, cpu_by_group, process_cpu
 from xcommands import engine
 from xcommands.choices import CommandStatus
 from xcommands.models import Command, CommandKey
@@ -209,8 +210,13 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
         flag.mkdir(parents=True)
         (flag / "_SUCCESS").write_text("")
     procs: list[subprocess.Popen[bytes]] = []
+    cpu = MachineCpu()
+    # Each process's CPU every half second from just before each nominal time to 15 s after it
+    # (a steady minute's work ends within 3 s): what the minute cost, per part of the service.
+    snapshots = Snapshots([(first + timedelta(minutes=n)).timestamp() + step / 2
+                           for n in range(minutes) for step in range(-1, 31)])
     try:
-        with private_redis(tmp, log) as url:
+        with private_redis(tmp, log) as url, cpu, snapshots:
             log(f"submitting {jobs} coordinators, first nominal time {format_datetime(first)}, {minutes} each")
             owner = bench_user()
             for n in range(jobs):
@@ -235,7 +241,8 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
                 if started >= wanted:
                     break
                 time.sleep(5)
-            rows = list(actions.values_list("nominal_time", "submitted_at", "started_at"))
+            ended = list(actions.values_list("nominal_time", "submitted_at", "started_at", "ended_at"))
+            rows = [row[:3] for row in ended]
             stages = _command_stages(prefix)
             for name, figures in stages.items():
                 log(f"  {name}: {figures}")
@@ -244,9 +251,10 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
                     f"{entry['p50_s_to_submitted']} s, p99 {entry['p99_s_to_submitted']} s; RUNNING p99 {entry['p99_s_to_running']} s")
             floor = _trigger_floor(actions, jobs)
             log(f"  floor: {floor:.3f} s for one conditional update and one publish per action, {jobs} actions")
-            floor_running = running_floor(url, jobs, log)
+            floor_running = running_floor(url, jobs, log, cpu=cpu)
             log(f"  RUNNING floor: raw Celery no-op tasks published at once, {jobs}: started p50 "
-                f"{floor_running['p50']} s, p99 {floor_running['p99']} s after the first publish")
+                f"{floor_running['p50']} s, p99 {floor_running['p99']} s after the first publish, "
+                f"{floor_running['cpu_ms_per_task']} ms of the machine's CPU per task")
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -262,7 +270,31 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
     p50 = statistics.median(submitted) if submitted else None
     p99 = percentile(submitted, 99) if submitted else None
     minutes_figures = per_minute(rows)
+    processes = workers * 2
+    for entry, spent in zip(minutes_figures, minute_cpu(ended, cpu), strict=True):
+        entry.update(spent)
+    for entry, nominal in zip(minutes_figures, sorted({row[0] for row in rows}), strict=True):
+        window = None
+        if entry["window_s"] is not None:
+            window = snapshots.around(nominal.timestamp(), nominal.timestamp() + entry["window_s"])
+        entry["process_window_s"] = round(window[1] - window[0], 2) if window is not None else None
+        entry["process_cpu_ms_per_action"] = ({group: round(1000 * seconds / entry["actions"], 2)
+                                               for group, seconds in window[2].items()} if window is not None else None)
     steady = [entry for entry in minutes_figures[1:-1] if entry["p99_s_to_running"] is not None]
+    steady_cpu = [entry["cpu_ms_per_action"] for entry in steady if entry["cpu_ms_per_action"] is not None]
+    cpu_ms = statistics.median(steady_cpu) if steady_cpu else None
+    budget = running_budget(jobs, processes, cores())
+    by_process = steady_by_process(steady)
+    for entry in minutes_figures:
+        log(f"  minute {entry['nominal_time']}: per action over {entry['process_window_s']} s around its work, "
+            f"ms of CPU by process: {entry['process_cpu_ms_per_action']}")
+        log(f"  minute {entry['nominal_time']}: the machine's CPU {entry['cpu_s']} s over {entry['window_s']} s "
+            f"({entry['cpu_busy_pct']}% of {budget['cores']} cores; {entry['cpu_busy_pct_to_submitted']}% until its last "
+            f"SUBMITTED), {entry['cpu_ms_per_action']} ms per action")
+    log(f"  RUNNING floor, ms of CPU per task by process: {floor_running['process_cpu_ms_per_task']}")
+    log(f"  RUNNING p99 under 1 s needs at most {budget['ms_per_action']:.2f} ms of the machine's CPU per action "
+        f"({jobs} due, {processes} pool processes); steady minutes: {cpu_ms} ms, raw Celery's no-op: "
+        f"{floor_running['cpu_ms_per_task']} ms")
     return {
         "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
         "jobs": jobs,
@@ -292,6 +324,27 @@ def run_trigger_latency_bench(jobs: int, minutes: int, workers: int, log: Log, *
         # The minutes between the first (which also carries the fresh jobs' start commands) and the
         # last (which also carries their end): what a running service meets each minute.
         "steady_p99_s_to_running": max((entry["p99_s_to_running"] for entry in steady), default=None),
+        # Whether the machine has the CPU for the heading (ADR 0048). Each minute's
+        # `cpu_ms_per_action` is the whole machine's busy CPU (workers, beat, Redis, the database,
+        # this process) from its nominal time to its last action's end, per action. The 99th
+        # percentile's action cannot start before all but `processes` of the actions before it
+        # ran their whole path, so at c ms of CPU per action its start is at least about
+        # (k - processes) x c / cores seconds after the nominal time; under 1 s needs c under
+        # `heading_cpu_ms_per_action`. Raw Celery's own no-op task costs `running_floor_cpu_ms_per_task`.
+        "cores": cores(),
+        "processes": processes,
+        "steady_cpu_ms_per_action": round(cpu_ms, 2) if cpu_ms is not None else None,
+        "steady_p99_s_to_running_cpu_estimate": (round(budget["before_p99"] * cpu_ms / 1000 / budget["cores"], 3)
+                                                 if cpu_ms is not None else None),
+        "heading_cpu_ms_per_action": round(budget["ms_per_action"], 2),
+        "running_floor_cpu_ms_per_task": floor_running["cpu_ms_per_task"],
+        "running_floor_p99_s_cpu_estimate": (round(budget["before_p99"] * floor_running["cpu_ms_per_task"] / 1000
+                                                   / budget["cores"], 3)
+                                             if floor_running["cpu_ms_per_task"] is not None else None),
+        # Where a steady minute's CPU goes, per action: each process's user and system time from
+        # the snapshot just before its nominal time to the first after its last action's end, by part.
+        "steady_process_cpu_ms_per_action": by_process,
+        "running_floor_process_cpu_ms_per_task": floor_running["process_cpu_ms_per_task"],
         # The first minute also carries the start commands of the jobs just submitted; the later
         # ones are what a running service meets.
         "per_minute": minutes_figures,
@@ -335,11 +388,69 @@ def _trigger_floor(actions: Any, count: int) -> float:
     return elapsed * count / max(1, len(rows))
 
 
-def running_floor(url: str, count: int, log: Log) -> dict[str, float | None]:
+def minute_cpu(rows: list[tuple[datetime, datetime | None, datetime | None, datetime | None]],
+               cpu: MachineCpu) -> list[dict[str, Any]]:
+    """Per nominal time (oldest first, as `per_minute`): the machine's busy CPU from it to its last action's end.
+
+    `cpu_s`, `window_s` and `cpu_busy_pct` (busy CPU over what the cores offered in the window),
+    and `cpu_ms_per_action`; None where an action has not ended or the window was not sampled.
+    `cpu_busy_pct_to_submitted`: the same share from the nominal time to the minute's last
+    SUBMITTED (whether the due start had idle cores to use).
+    """
+    by_minute: dict[datetime, list[tuple[datetime | None, datetime | None]]] = {}
+    for nominal, submitted, _, ended in rows:
+        by_minute.setdefault(nominal, []).append((submitted, ended))
+    figures = []
+    offered = cores()
+    for nominal, found in sorted(by_minute.items()):
+        ends = [end for _, end in found]
+        last = None if None in ends else max(end for end in ends if end is not None)
+        busy = None if last is None else cpu.busy_between(nominal.timestamp(), last.timestamp())
+        window = (last - nominal).total_seconds() if last is not None else None
+        sent = [at for at, _ in found]
+        last_sent = None if None in sent else max(at for at in sent if at is not None)
+        to_sent = None if last_sent is None else cpu.busy_between(nominal.timestamp(), last_sent.timestamp())
+        sent_window = (last_sent - nominal).total_seconds() if last_sent is not None else 0.0
+        figures.append({
+            "cpu_s": round(busy, 3) if busy is not None else None,
+            "window_s": round(window, 3) if busy is not None and window is not None else None,
+            "cpu_busy_pct": (round(100 * busy / (offered * window), 1)
+                             if busy is not None and window is not None and window > 0 else None),
+            "cpu_ms_per_action": round(1000 * busy / len(ends), 2) if busy is not None else None,
+            "cpu_busy_pct_to_submitted": (round(100 * to_sent / (offered * sent_window), 1)
+                                          if to_sent is not None and sent_window > 0 else None),
+        })
+    return figures
+
+
+def steady_by_process(steady: list[dict[str, Any]]) -> dict[str, float] | None:
+    """The steady minutes' CPU per action by process group: the median of each group over them."""
+    found = [entry["process_cpu_ms_per_action"] for entry in steady if entry.get("process_cpu_ms_per_action")]
+    if not found:
+        return None
+    groups = sorted({group for figures in found for group in figures})
+    return {group: round(statistics.median(figures.get(group, 0.0) for figures in found), 2) for group in groups}
+
+
+def running_budget(due: int, processes: int, offered: int) -> dict[str, float]:
+    """The CPU a due action may cost for the 99th percentile of `due` actions to start within 1 s.
+
+    The 99th percentile (nearest rank, as `percentile`) is the k-th start; when it starts, at
+    most `processes - 1` of the actions before it are still running, so at least k - processes
+    ran their whole path on `offered` cores.
+    """
+    k = min(due, max(1, round(0.99 * (due - 1)) + 1))
+    before = max(1, k - processes)
+    return {"before_p99": before, "cores": offered, "ms_per_action": 1000 * offered / before}
+
+
+def running_floor(url: str, count: int, log: Log, *, cpu: MachineCpu | None = None) -> dict[str, Any]:
     """Seconds from the first publish to each start of `count` raw Celery no-op tasks published at once: p50, p99.
 
     They go to the actions' queue of the run's workers once the run's work is done (its queues
-    empty); each task notes, in Redis, when a worker process started it.
+    empty); each task notes, in Redis, when a worker process started it. With `cpu` (sampling),
+    also the machine's busy CPU from the first publish to the last start, per task, and each
+    process's CPU from just before the first publish to just after the last start, by part.
     """
     client = redis.Redis.from_url(url)
     deadline = time.monotonic() + 60
@@ -347,6 +458,7 @@ def running_floor(url: str, count: int, log: Log) -> dict[str, float | None]:
         time.sleep(0.2)
     time.sleep(1.0)  # the last records and their settles
     run = uuid.uuid4().hex[:8]
+    processes = process_cpu() if cpu is not None else {}
     started = time.time()
     for seq in range(count):
         app.send_task("xcommands.bench.raw_noop", args=(run, "floor", seq), queue="actions", ignore_result=True)
@@ -354,13 +466,21 @@ def running_floor(url: str, count: int, log: Log) -> dict[str, float | None]:
     deadline = time.monotonic() + 60
     while client.llen(key) < count and time.monotonic() < deadline:
         time.sleep(0.05)
+    by_group = {}
+    if cpu is not None:
+        by_group = cpu_by_group(processes, process_cpu())
+        cpu.sample()  # the window ends at the last start, before now
     rows = keyed_bench._read(client, run, "floor")
     client.delete(key)
     if len(rows) < count:
         log(f"  RUNNING floor: only {len(rows)} of {count} raw tasks ran within 60 s")
     waits = [start - started for _, start, _ in rows]
+    busy = cpu.busy_between(started, started + max(waits)) if cpu is not None and waits else None
     return {"ran": len(rows), "p50": round(statistics.median(waits), 3) if waits else None,
-            "p99": round(percentile(waits, 99), 3) if waits else None}
+            "p99": round(percentile(waits, 99), 3) if waits else None,
+            "cpu_ms_per_task": round(1000 * busy / len(rows), 2) if busy is not None else None,
+            "process_cpu_ms_per_task": ({group: round(1000 * seconds / len(rows), 2) for group, seconds in by_group.items()}
+                                        if by_group and rows else None)}
 
 
 def _command_stages(prefix: str) -> dict[str, dict[str, float]]:
