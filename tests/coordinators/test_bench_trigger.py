@@ -50,7 +50,8 @@ def test_the_running_floor_is_raw_celery_starting_tasks_published_at_once(live_w
     if STAT.exists():  # the machine's CPU while they were published and started, per task
         assert floor["cpu_ms_per_task"] is not None and floor["cpu_ms_per_task"] > 0
         parts = floor["process_cpu_ms_per_task"]
-        assert parts["workers"] > 0 and parts["redis"] > 0 and parts["benchmark"] > 0  # who started, carried and sent them
+        # who started and sent them (Redis carried them too, but 40 messages may cost it less than a clock tick)
+        assert parts["workers"] > 0 and parts["benchmark"] > 0 and parts["redis"] >= 0
     assert floor["p50"] is not None and floor["p99"] is not None
     assert 0 < floor["p50"] <= floor["p99"] < elapsed  # measured from the first publish, each start after it
     assert not redis.Redis.from_url(redis_url).keys("bench:*")  # its traces are gone

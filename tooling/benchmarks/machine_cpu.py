@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 STAT = Path("/proc/stat")
 
@@ -42,25 +43,20 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-class MachineCpu:
-    """Samples the machine's busy CPU seconds every `interval` seconds in a thread, while in its `with` block.
+class _Sampling:
+    """A thread that samples while in its `with` block (Linux only): one sample on entering, if `first`, and one on leaving."""
 
-    `busy_between(t0, t1)` is the busy CPU seconds between two wall-clock times (`time.time()`),
-    interpolated linearly between the samples around each end.
-    """
+    first = True
 
-    def __init__(self, interval: float = 0.05) -> None:
-        self.interval = interval
-        self.times: list[float] = []
-        self.busy: list[float] = []
+    def __init__(self, name: str) -> None:
         self.available = STAT.exists()
-        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="machine-cpu", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> MachineCpu:
+    def __enter__(self) -> Self:
         if self.available:
-            self.sample()
+            if self.first:
+                self.sample()
             self._thread.start()
         return self
 
@@ -70,6 +66,27 @@ class MachineCpu:
             self._thread.join(timeout=5)
         if self.available:
             self.sample()
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class MachineCpu(_Sampling):
+    """Samples the machine's busy CPU seconds every `interval` seconds in a thread, while in its `with` block.
+
+    `busy_between(t0, t1)` is the busy CPU seconds between two wall-clock times (`time.time()`),
+    interpolated linearly between the samples around each end.
+    """
+
+    def __init__(self, interval: float = 0.05) -> None:
+        super().__init__("machine-cpu")
+        self.interval = interval
+        self.times: list[float] = []
+        self.busy: list[float] = []
+        self._lock = threading.Lock()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -156,36 +173,28 @@ def cpu_by_group(before: dict[int, tuple[str, float]], after: dict[int, tuple[st
     return dict(sorted(spent.items()))
 
 
-class Snapshots:
+class Snapshots(_Sampling):
     """`process_cpu` snapshots taken by a thread at given wall-clock times (`time.time()`), while in its `with` block.
 
     `taken` holds (time, snapshot) in order; one more is taken on leaving the block, so the last
     window ends where the benchmark stopped looking.
     """
 
+    first = False
+
     def __init__(self, times: list[float]) -> None:
+        super().__init__("process-cpu")
         self.times = sorted(times)
         self.taken: list[tuple[float, dict[int, tuple[str, float]]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="process-cpu", daemon=True)
 
-    def __enter__(self) -> Snapshots:
-        if STAT.exists():
-            self._thread.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        if STAT.exists():
-            self.taken.append((time.time(), process_cpu()))
+    def sample(self) -> None:
+        self.taken.append((time.time(), process_cpu()))
 
     def _run(self) -> None:
         for when in self.times:
             if self._stop.wait(max(0.0, when - time.time())):
                 return
-            self.taken.append((time.time(), process_cpu()))
+            self.sample()
 
     def windows(self) -> list[tuple[float, float, dict[str, float]]]:
         """(start, end, CPU seconds per group) between each snapshot and the next, in order."""
