@@ -162,3 +162,6 @@ def test_around_a_window_is_from_the_last_snapshot_before_it_to_the_first_after_
     assert snapshots.around(10.2, 10.9) == (10.0, 11.0, {"workers": 1.25})
     assert snapshots.around(10.5, 11.5) == (10.5, 11.5, {"workers": 2.5})  # a snapshot on either end is used
     assert snapshots.around(9.0, 10.5) is None and snapshots.around(10.0, 12.0) is None  # nothing before, nothing after
+    snapshots.taken.insert(2, (12.0, {1: ("workers", 6.0)}))  # taken by another thread, appended out of order
+    assert snapshots.around(11.6, 11.9) == (11.5, 12.0, {"workers": 2.0})
+    assert [(start, stop) for start, stop, _ in snapshots.windows()] == [(10.0, 10.5), (10.5, 11.0), (11.0, 11.5), (11.5, 12.0)]

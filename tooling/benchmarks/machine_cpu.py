@@ -133,7 +133,7 @@ def _group(pid: int, comm: str, own: int) -> str:
         words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return "other"
-    if any(word.endswith(b"celery") for word in words) or b"celery" in words:
+    if any(word.endswith(b"celery") for word in words):  # `celery` itself, or `python -m celery`
         if b"beat" in words:
             return "beat"
         if b"worker" in words:
@@ -176,8 +176,9 @@ def cpu_by_group(before: dict[int, tuple[str, float]], after: dict[int, tuple[st
 class Snapshots(_Sampling):
     """`process_cpu` snapshots taken by a thread at given wall-clock times (`time.time()`), while in its `with` block.
 
-    `taken` holds (time, snapshot) in order; one more is taken on leaving the block, so the last
-    window ends where the benchmark stopped looking.
+    `taken` holds (time, snapshot); one more is taken on leaving the block, so the last window
+    ends where the benchmark stopped looking, and `sample()` takes one at once (from any thread:
+    the readers order them by time).
     """
 
     first = False
@@ -188,7 +189,8 @@ class Snapshots(_Sampling):
         self.taken: list[tuple[float, dict[int, tuple[str, float]]]] = []
 
     def sample(self) -> None:
-        self.taken.append((time.time(), process_cpu()))
+        if self.available:
+            self.taken.append((time.time(), process_cpu()))
 
     def _run(self) -> None:
         for when in self.times:
@@ -198,17 +200,22 @@ class Snapshots(_Sampling):
 
     def windows(self) -> list[tuple[float, float, dict[str, float]]]:
         """(start, end, CPU seconds per group) between each snapshot and the next, in order."""
+        taken = self._ordered()
         return [(at, later, cpu_by_group(before, after))
-                for (at, before), (later, after) in zip(self.taken, self.taken[1:], strict=False)]
+                for (at, before), (later, after) in zip(taken, taken[1:], strict=False)]
 
     def around(self, start: float, end: float) -> tuple[float, float, dict[str, float]] | None:
         """(from, to, CPU seconds per group) from the last snapshot at or before `start` to the first at or after `end`.
 
         None when no snapshot was taken on either side.
         """
-        before = [(at, snapshot) for at, snapshot in self.taken if at <= start]
-        after = [(at, snapshot) for at, snapshot in self.taken if at >= end]
+        taken = self._ordered()
+        before = [(at, snapshot) for at, snapshot in taken if at <= start]
+        after = [(at, snapshot) for at, snapshot in taken if at >= end]
         if not before or not after:
             return None
         (first, early), (last, late) = before[-1], after[0]
         return first, last, cpu_by_group(early, late)
+
+    def _ordered(self) -> list[tuple[float, dict[int, tuple[str, float]]]]:
+        return sorted(self.taken, key=lambda taken: taken[0])
